@@ -1,0 +1,1 @@
+# doc: filled in by its own change

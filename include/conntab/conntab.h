@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * @file conntab.h
+ * @brief Concurrent connection tables: 4-tuple -> connection, RCU readers.
+ *
+ * A table maps a connection key (zone, protocol, family, local and remote
+ * address and port) to a user object that embeds a struct conntab_node.
+ * Lookups are lock-free and run inside a read-side critical section of the
+ * application's liburcu flavor; writers take locks inside the library and
+ * never wait for a grace period.
+ *
+ * Include the urcu header of your flavor first, then this one:
+ * @code
+ * #include <urcu.h>
+ * #include <conntab/conntab.h>
+ * @endcode
+ * so that conntab_create() picks up that flavor.
+ */
+#ifndef CONNTAB_CONNTAB_H
+#define CONNTAB_CONNTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(CONNTAB_BUILDING)
+# define CONNTAB_API __attribute__((visibility("default")))
+#else
+# define CONNTAB_API
+#endif
+
+struct rcu_flavor_struct;
+
+/** Table implementations; choose one in conntab_config::backend. */
+enum conntab_backend {
+	CONNTAB_CHAINED = 1,	/**< fixed-size chained hash, per-bucket locks */
+	CONNTAB_SPLIT,		/**< established + time-wait chains per bucket, one cache line */
+	CONNTAB_EXTHASH,	/**< dynamic extensible hash: grows and shrinks online */
+	CONNTAB_TRIE,		/**< multi-bit trie over the key bits */
+};
+
+/** Connection state of a node in the table. */
+enum conntab_state {
+	CONNTAB_ESTABLISHED = 0,	/**< live connection */
+	CONNTAB_TIMEWAIT = 1,		/**< closed, still to be found */
+};
+
+/** An IPv4 or IPv6 address; for AF_INET only @c v4 is used, the rest is 0. */
+union conntab_addr {
+	struct in_addr  v4;	/**< IPv4 address, network byte order */
+	struct in6_addr v6;	/**< IPv6 address */
+	uint8_t         bytes[16];	/**< raw bytes */
+};
+
+/**
+ * The identity of a connection. At most one node per key is in a table.
+ *
+ * A packet arriving at this host maps as source -> remote, destination ->
+ * local. Unused address bytes of an AF_INET key must be zero: build keys
+ * with conntab_key_v4(), conntab_key_v6() or conntab_key_from_sockaddr(),
+ * which zero the whole key first.
+ */
+struct conntab_key {
+	uint16_t zone;		/**< isolation domain (netns, VRF, tenant); 0 if unused */
+	uint8_t  proto;		/**< IPPROTO_TCP, IPPROTO_UDP, ... */
+	uint8_t  family;	/**< AF_INET or AF_INET6 */
+	uint16_t lport;		/**< local port, network byte order */
+	uint16_t rport;		/**< remote port, network byte order */
+	union conntab_addr laddr;	/**< local address */
+	union conntab_addr raddr;	/**< remote address */
+};
+
+/**
+ * The link a connection object embeds to be put in a table (intrusive, like
+ * the kernel's hlist_node). 64 bytes: the chain pointer, the full hash and
+ * the key share one cache line, so a chain walk touches one line per node.
+ *
+ * All fields are private; read them with conntab_node_key() and
+ * conntab_node_state(), initialise with conntab_node_init().
+ */
+struct conntab_node {
+	struct conntab_node *ct_next;	/**< @private chain link (RCU) */
+	uint32_t ct_hash;		/**< @private full keyed hash of ct_key */
+	uint8_t ct_state;		/**< @private enum conntab_state */
+	uint8_t ct_flags;		/**< @private backend use */
+	uint16_t ct_aux;		/**< @private backend use */
+	struct conntab_key ct_key;	/**< @private the key, copied at insert */
+	void *ct_owner;			/**< @private table the node is linked in */
+};
+
+/** Table parameters for conntab_create(). Zero-initialise, then set. */
+struct conntab_config {
+	enum conntab_backend backend;	/**< implementation */
+	size_t expected;	/**< sizing hint: expected number of entries (0 = small) */
+	size_t max_entries;	/**< hard cap, 0 = none; beyond it insert fails -ENOSPC */
+	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
+	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
+						     header the application included */
+};
+
+/** A snapshot of a table's counters, filled by conntab_stats(). */
+struct conntab_stats {
+	size_t entries;		/**< all nodes in the table */
+	size_t timewait;	/**< of which in CONNTAB_TIMEWAIT */
+	size_t buckets;		/**< slots, or trie internal nodes for CONNTAB_TRIE */
+	size_t memory;		/**< bytes the library itself holds for this table */
+	size_t max_depth;	/**< longest chain, or deepest trie path */
+	size_t resizes;		/**< completed online resizes */
+};
+
+/** Opaque table handle. */
+struct conntab;
+
+/**
+ * Recover the object that embeds a node.
+ * @param ptr    pointer to the struct conntab_node member
+ * @param type   type of the containing object
+ * @param member name of the node member in @p type
+ */
+#define conntab_entry(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/**
+ * Prepare a node for its first insert (or for reuse after a grace period).
+ * @param n node to initialise
+ */
+static inline void conntab_node_init(struct conntab_node *n)
+{
+	*n = (struct conntab_node){ 0 };
+}
+
+/**
+ * The key of a node: valid while the node is in a table, or after a
+ * lookup for as long as the caller holds the RCU read lock.
+ * @param n a node returned by a lookup or walk
+ * @return the node's key (never NULL for a non-NULL @p n)
+ */
+static inline const struct conntab_key *
+conntab_node_key(const struct conntab_node *n)
+{
+	return &n->ct_key;
+}
+
+/**
+ * The state of a node.
+ * @param n a node returned by a lookup or walk
+ * @return CONNTAB_ESTABLISHED or CONNTAB_TIMEWAIT
+ */
+static inline enum conntab_state
+conntab_node_state(const struct conntab_node *n)
+{
+	return (enum conntab_state)__atomic_load_n(&n->ct_state,
+						   __ATOMIC_RELAXED);
+}
+
+/**
+ * Create a table with an explicit RCU flavor.
+ *
+ * This is what conntab_create() calls. @p flavor is used when
+ * conntab_config::flavor is NULL.
+ * @param cfg    parameters (not kept after the call)
+ * @param flavor liburcu flavor of the application (e.g. &rcu_flavor)
+ * @return the table, or NULL with errno set: EINVAL for a bad config, an
+ *         unknown or unavailable backend, or no flavor; ENOMEM.
+ */
+CONNTAB_API struct conntab *
+conntab_create_flavor(const struct conntab_config *cfg,
+		      const struct rcu_flavor_struct *flavor);
+
+/**
+ * Create a table.
+ *
+ * When an urcu flavor header was included before this one, conntab_create()
+ * is a macro that passes that flavor's @c rcu_flavor to
+ * conntab_create_flavor(). The function of the same name (reached without
+ * the header, e.g. through dlsym) needs conntab_config::flavor set.
+ * @param cfg parameters (not kept after the call)
+ * @return the table, or NULL with errno set (EINVAL, ENOMEM)
+ */
+CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg);
+
+#if defined(rcu_flavor) && !defined(CONNTAB_BUILDING)
+# define conntab_create(cfg) conntab_create_flavor((cfg), &rcu_flavor)
+#endif
+
+/**
+ * Destroy a table. No reader or writer may use @p t any more.
+ * @param t       table (NULL is ignored)
+ * @param release called once for every node still in the table (may be NULL)
+ */
+CONNTAB_API void conntab_destroy(struct conntab *t,
+				 void (*release)(struct conntab_node *n));
+
+/**
+ * Insert a connection in state CONNTAB_ESTABLISHED.
+ * @param t   table
+ * @param n   node, initialised with conntab_node_init(), in no table
+ * @param key copied into @p n
+ * @return 0; -EEXIST if the key is present (either state); -ENOSPC at
+ *         max_entries; -ENOMEM (table unchanged); -EBUSY if @p n is in a
+ *         table; -EINVAL for NULL arguments or a malformed key.
+ */
+CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
+			       const struct conntab_key *key);
+
+/**
+ * Insert, replacing a TIME_WAIT node of the same key in one step.
+ *
+ * A concurrent reader finds the old node or @p n, never neither.
+ * @param t        table
+ * @param n        new node
+ * @param key      copied into @p n
+ * @param recycled set to the replaced TIME_WAIT node (free it after a grace
+ *                 period), or NULL if the key was absent
+ * @return as conntab_insert(); -EEXIST if an ESTABLISHED node holds the key.
+ */
+CONNTAB_API int conntab_insert_recycle(struct conntab *t,
+				       struct conntab_node *n,
+				       const struct conntab_key *key,
+				       struct conntab_node **recycled);
+
+/**
+ * Find a connection. The caller holds the RCU read lock and keeps holding
+ * it while it uses the result. A node present during the whole call is
+ * always found, also while the table resizes or other keys change.
+ * @param t   table
+ * @param key key to find
+ * @return the node, or NULL if absent (or on NULL arguments)
+ */
+CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
+						const struct conntab_key *key);
+
+/**
+ * Find @p n keys at once, overlapping their memory accesses.
+ * Same semantics as conntab_lookup() for each key.
+ * @param t    table
+ * @param keys array of @p n keys
+ * @param out  array of @p n results (NULL where absent)
+ * @param n    number of keys
+ * @return the number of keys found
+ */
+CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
+					const struct conntab_key *keys,
+					struct conntab_node **out, size_t n);
+
+/**
+ * Unlink a node. Free or reuse it only after a grace period.
+ * @param t table
+ * @param n node
+ * @return 0; -ENOENT if @p n is not in @p t; -EINVAL for NULL arguments
+ */
+CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n);
+
+/**
+ * Replace the ESTABLISHED node @p est with @p tw in state CONNTAB_TIMEWAIT,
+ * same key, in one step: a concurrent lookup finds @p est or @p tw, never
+ * neither. @p tw may equal @p est to flip the state in place; otherwise
+ * @p est is unlinked (free it after a grace period).
+ * @param t   table
+ * @param est the established node
+ * @param tw  the time-wait node (in no table), or @p est
+ * @return 0; -ENOENT if @p est is not in @p t; -EINVAL if it is already
+ *         TIME_WAIT or for NULL arguments; -EBUSY if @p tw is in a table.
+ */
+CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
+				 struct conntab_node *tw);
+
+/**
+ * Call @p fn for the nodes of the table. The caller holds the RCU read lock.
+ * Every node present during the whole walk is visited exactly once, also
+ * across a concurrent resize; nodes inserted or removed meanwhile may or
+ * may not be visited. @p fn may call conntab_remove() or conntab_timewait()
+ * on the node it is given.
+ * @param t   table
+ * @param fn  callback; a nonzero return stops the walk
+ * @param arg passed to @p fn
+ * @return 0, or the first nonzero value of @p fn; -EINVAL for NULL arguments
+ */
+CONNTAB_API int conntab_walk(struct conntab *t,
+			     int (*fn)(struct conntab_node *n, void *arg),
+			     void *arg);
+
+/**
+ * As conntab_walk(), visiting only the nodes in @p state.
+ *
+ * Backends that keep the states apart (CONNTAB_SPLIT) walk only the nodes
+ * of that state, so a time-wait sweep does not scan established entries.
+ * @param t     table
+ * @param state CONNTAB_ESTABLISHED or CONNTAB_TIMEWAIT
+ * @param fn    callback; a nonzero return stops the walk
+ * @param arg   passed to @p fn
+ * @return as conntab_walk(); -EINVAL for an unknown state
+ */
+CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
+				   int (*fn)(struct conntab_node *n, void *arg),
+				   void *arg);
+
+/**
+ * Read the table's counters. Computes max_depth by scanning the table
+ * (O(size)); it takes the writer locks briefly and needs no RCU read lock.
+ * @param t  table
+ * @param st filled in (zeroed for a NULL @p t)
+ */
+CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st);
+
+/**
+ * Name of a backend.
+ * @param b backend
+ * @return "chained", "split", "exthash", "trie", or "unknown"
+ */
+CONNTAB_API const char *conntab_backend_name(enum conntab_backend b);
+
+/**
+ * Backend from its name (as conntab_backend_name() prints it).
+ * @param name backend name
+ * @return the enum value, or -EINVAL for an unknown name or NULL
+ */
+CONNTAB_API int conntab_backend_from_name(const char *name);
+
+/**
+ * Whether this build of the library implements a backend.
+ * @param b backend
+ * @return 1 if conntab_create() accepts it, else 0
+ */
+CONNTAB_API int conntab_backend_available(enum conntab_backend b);
+
+/**
+ * Build an IPv4 key (zeroes the whole key first).
+ * @param k     key to fill
+ * @param proto IPPROTO_TCP, IPPROTO_UDP, ...
+ * @param laddr local address, network byte order
+ * @param lport local port, network byte order
+ * @param raddr remote address, network byte order
+ * @param rport remote port, network byte order
+ */
+CONNTAB_API void conntab_key_v4(struct conntab_key *k, uint8_t proto,
+				uint32_t laddr, uint16_t lport,
+				uint32_t raddr, uint16_t rport);
+
+/**
+ * Build an IPv6 key (zeroes the whole key first).
+ * @param k     key to fill
+ * @param proto IPPROTO_TCP, IPPROTO_UDP, ...
+ * @param laddr local address
+ * @param lport local port, network byte order
+ * @param raddr remote address
+ * @param rport remote port, network byte order
+ */
+CONNTAB_API void conntab_key_v6(struct conntab_key *k, uint8_t proto,
+				const struct in6_addr *laddr, uint16_t lport,
+				const struct in6_addr *raddr, uint16_t rport);
+
+/**
+ * Build a key from socket addresses (as from getsockname/getpeername).
+ * Zeroes the whole key first.
+ * @param k      key to fill
+ * @param proto  IPPROTO_TCP, IPPROTO_UDP, ...
+ * @param local  local address (AF_INET or AF_INET6)
+ * @param remote remote address, same family
+ * @return 0, or -EINVAL on NULL, mixed or unknown families
+ */
+CONNTAB_API int conntab_key_from_sockaddr(struct conntab_key *k, uint8_t proto,
+					  const struct sockaddr *local,
+					  const struct sockaddr *remote);
+
+/**
+ * Format a key as text, snprintf-like:
+ * "tcp 192.0.2.1:80 <- 198.51.100.7:40000", IPv6 addresses in brackets,
+ * " zone N" appended for a nonzero zone.
+ * @param k   key
+ * @param buf output buffer (may be NULL when @p len is 0)
+ * @param len size of @p buf
+ * @return the length the full text needs (excluding the NUL), or -EINVAL
+ */
+CONNTAB_API int conntab_key_format(const struct conntab_key *k, char *buf,
+				   size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONNTAB_CONNTAB_H */

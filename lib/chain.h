@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * RCU chains of nodes with "nulls" end markers, shared by the hash backends.
+ *
+ * A chain ends not in NULL but in an odd pointer that encodes the chain's
+ * identity (ct_nulls(id)). Nodes are pointer-aligned, so bit 0 tells a node
+ * from an end marker.
+ *
+ * Why: a node can move from one chain to another while a reader stands on
+ * it (the split backend moves a connection from its established to its
+ * time-wait chain; a resizing table moves nodes between buckets). The
+ * reader then follows the node's link into the other chain and could miss
+ * the rest of its own. Because every chain ends in its own marker, a reader
+ * that reaches the end of a chain it did not start on knows it was moved
+ * and restarts; one that ends on its own marker has seen every node that
+ * was in the chain for the whole walk (the kernel's hlist_nulls argument).
+ *
+ * Invariants, for every chain (writers hold the chain's stripe lock):
+ *  - a node is published (ct_chain_push, ct_chain_replace) with a release
+ *    store after its key, hash and link are written, so a reader that loads
+ *    the pointer with ct_rcu_deref() sees them initialised;
+ *  - unlinking a node leaves its own link untouched, so a reader standing
+ *    on it continues to its former successor;
+ *  - a node is freed or reused only a grace period after it was unlinked.
+ */
+#ifndef CT_CHAIN_H
+#define CT_CHAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conntab/conntab.h"
+#include "key.h"
+#include "rcu.h"
+
+static inline struct conntab_node *ct_nulls(uintptr_t id)
+{
+	return (struct conntab_node *)((id << 1) | 1);
+}
+
+static inline bool ct_is_nulls(const struct conntab_node *p)
+{
+	return (uintptr_t)p & 1;
+}
+
+static inline uintptr_t ct_nulls_id(const struct conntab_node *p)
+{
+	return (uintptr_t)p >> 1;
+}
+
+/*
+ * Reader: the node holding key @k (hash @h) in the chain at @head whose end
+ * marker is ct_nulls(@id), or NULL. Caller holds the RCU read lock. The hash
+ * compare rejects almost every other node without touching its key.
+ */
+static inline struct conntab_node *
+ct_chain_lookup(struct conntab_node *const *head, uintptr_t id, uint32_t h,
+		const struct conntab_key *k)
+{
+	struct conntab_node *n;
+
+again:
+	for (n = ct_rcu_deref(*head); !ct_is_nulls(n);
+	     n = ct_rcu_deref(n->ct_next)) {
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
+			return n;
+	}
+	/* Ended on another chain's marker: we were moved; walk again. */
+	if (__builtin_expect(ct_nulls_id(n) != id, 0))
+		goto again;
+	return NULL;
+}
+
+/*
+ * Writer (chain locked): the node holding key @k, with *@pprev set to the
+ * link that points to it, or NULL.
+ */
+static inline struct conntab_node *
+ct_chain_find_locked(struct conntab_node **head, uint32_t h,
+		     const struct conntab_key *k, struct conntab_node ***pprev)
+{
+	struct conntab_node **pp, *n;
+
+	for (pp = head; !ct_is_nulls(n = *pp); pp = &n->ct_next) {
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k)) {
+			*pprev = pp;
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* Writer (chain locked): the link that points to @node, or NULL. */
+static inline struct conntab_node **
+ct_chain_pprev(struct conntab_node **head, const struct conntab_node *node)
+{
+	struct conntab_node **pp, *n;
+
+	for (pp = head; !ct_is_nulls(n = *pp); pp = &n->ct_next)
+		if (n == node)
+			return pp;
+	return NULL;
+}
+
+/* Writer (chain locked): publish fully initialised @n at the head. */
+static inline void ct_chain_push(struct conntab_node **head,
+				 struct conntab_node *n)
+{
+	n->ct_next = *head;
+	ct_rcu_assign(*head, n);	/* pairs with ct_rcu_deref in readers */
+}
+
+/* Writer (chain locked): unlink the node *@pprev points to. */
+static inline void ct_chain_unlink(struct conntab_node **pprev,
+				   struct conntab_node *n)
+{
+	/* n->ct_next stays: a reader on n goes on to its old successor. */
+	ct_rcu_store(*pprev, n->ct_next);
+}
+
+/*
+ * Writer (chain locked): put initialised @new in the place of @old in one
+ * store. A reader sees either @old or @new there, and both lead on to the
+ * same successor.
+ */
+static inline void ct_chain_replace(struct conntab_node **pprev,
+				    struct conntab_node *old,
+				    struct conntab_node *new)
+{
+	new->ct_next = old->ct_next;
+	ct_rcu_assign(*pprev, new);	/* pairs with ct_rcu_deref in readers */
+}
+
+/* Length of a chain (writer, or reader under the RCU read lock). */
+static inline size_t ct_chain_len(struct conntab_node *const *head)
+{
+	struct conntab_node *n;
+	size_t len = 0;
+
+	for (n = ct_rcu_deref(*head); !ct_is_nulls(n);
+	     n = ct_rcu_deref(n->ct_next))
+		len++;
+	return len;
+}
+
+#endif /* CT_CHAIN_H */

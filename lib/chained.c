@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_CHAINED: a fixed power-of-two array of RCU chains.
+ *
+ * Layout: one pointer per bucket (8 bytes, load factor ~1 at the sizing
+ * hint), the chains ending in nulls markers that carry the bucket index.
+ * A successful lookup touches the bucket's line and the node's line
+ * (pointer, hash and key share one line): Dumazet's two cache misses.
+ *
+ * Writers lock the stripe of the key's hash (ct_locks); since the bucket
+ * count is a power of two no smaller than the stripe count, one stripe
+ * covers whole buckets, so a writer holding it owns every chain it touches.
+ * TIME_WAIT is a state on the node: conntab_timewait() either flips the
+ * state in place or replaces the node in its chain with one pointer store.
+ * Nodes never move between chains here; the nulls check in the reader is
+ * one compare at the end of a miss and keeps the chain code shared with
+ * the backends where they do.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chain.h"
+#include "conntab-int.h"
+
+/* Smallest table, for expected = 0. */
+#define CT_CHAINED_MIN_BUCKETS	64
+
+struct ct_chained {
+	struct conntab base;
+	struct conntab_node **buckets;
+	uint32_t mask;			/* buckets - 1 */
+	struct ct_locks locks;
+};
+
+static inline struct ct_chained *ct_chained(struct conntab *t)
+{
+	return (struct ct_chained *)t;
+}
+
+static struct conntab *chained_create(const struct conntab *tmpl,
+				      const struct conntab_config *cfg)
+{
+	size_t nb = ct_roundup_pow2(cfg->expected > CT_CHAINED_MIN_BUCKETS ?
+				    cfg->expected : CT_CHAINED_MIN_BUCKETS);
+	struct ct_chained *c;
+	size_t i;
+
+	c = aligned_alloc(CT_CACHELINE, sizeof(*c));
+	if (!c)
+		goto nomem;
+	memset(c, 0, sizeof(*c));
+	c->base = *tmpl;
+	c->mask = (uint32_t)(nb - 1);
+	c->buckets = aligned_alloc(CT_CACHELINE, nb * sizeof(*c->buckets));
+	if (!c->buckets)
+		goto nomem;
+	for (i = 0; i < nb; i++)
+		c->buckets[i] = ct_nulls(i);
+	if (ct_locks_init(&c->locks, nb))
+		goto nomem;
+	return &c->base;
+nomem:
+	if (c)
+		free(c->buckets);
+	free(c);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void chained_destroy(struct conntab *t,
+			    void (*release)(struct conntab_node *))
+{
+	struct ct_chained *c = ct_chained(t);
+	struct conntab_node *n, *next;
+	size_t i;
+
+	for (i = 0; i <= c->mask; i++) {
+		for (n = c->buckets[i]; !ct_is_nulls(n); n = next) {
+			next = n->ct_next;	/* release may free n */
+			ct_node_release(n);
+			if (release)
+				release(n);
+		}
+	}
+	ct_locks_fini(&c->locks);
+	free(c->buckets);
+	free(c);
+}
+
+static int chained_insert(struct conntab *t, struct conntab_node *n,
+			  struct conntab_node **recycled)
+{
+	struct ct_chained *c = ct_chained(t);
+	uint32_t h = n->ct_hash;
+	struct conntab_node **head = &c->buckets[h & c->mask];
+	struct conntab_node **pprev, *old;
+	struct ct_stripe *s;
+	int err = 0;
+
+	s = ct_lock_hash(&c->locks, h);
+	old = ct_chain_find_locked(head, h, &n->ct_key, &pprev);
+	if (old) {
+		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT) {
+			err = -EEXIST;
+		} else {
+			ct_chain_replace(pprev, old, n);
+			ct_node_release(old);
+			s->timewait--;
+			*recycled = old;
+		}
+	} else if (!ct_reserve(t)) {
+		err = -ENOSPC;
+	} else {
+		ct_chain_push(head, n);
+		s->entries++;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+static struct conntab_node *chained_lookup(struct conntab *t,
+					   const struct conntab_key *k)
+{
+	struct ct_chained *c = ct_chained(t);
+	uint32_t h = ct_hash_key(&t->secret, k);
+	uint32_t b = h & c->mask;
+
+	return ct_chain_lookup(&c->buckets[b], b, h, k);
+}
+
+/*
+ * Batches go through the memory hierarchy in three passes so that the
+ * misses of a whole group overlap instead of queueing one after another:
+ * hash every key and prefetch its bucket slot; load the slots and prefetch
+ * the first node of each chain; then walk the chains, which mostly hit.
+ */
+#define CT_BATCH	16
+
+static size_t chained_lookup_batch(struct conntab *t,
+				   const struct conntab_key *keys,
+				   struct conntab_node **out, size_t n)
+{
+	struct ct_chained *c = ct_chained(t);
+	uint32_t h[CT_BATCH];
+	size_t base, i, m, found = 0;
+
+	for (base = 0; base < n; base += m) {
+		m = n - base < CT_BATCH ? n - base : CT_BATCH;
+		for (i = 0; i < m; i++) {
+			h[i] = ct_hash_key(&t->secret, &keys[base + i]);
+			__builtin_prefetch(&c->buckets[h[i] & c->mask]);
+		}
+		for (i = 0; i < m; i++) {
+			struct conntab_node *first =
+				ct_rcu_deref(c->buckets[h[i] & c->mask]);
+
+			if (!ct_is_nulls(first))
+				__builtin_prefetch(first);
+		}
+		for (i = 0; i < m; i++) {
+			uint32_t b = h[i] & c->mask;
+
+			out[base + i] = ct_chain_lookup(&c->buckets[b], b, h[i],
+							&keys[base + i]);
+			found += out[base + i] != NULL;
+		}
+	}
+	return found;
+}
+
+static int chained_remove(struct conntab *t, struct conntab_node *n)
+{
+	struct ct_chained *c = ct_chained(t);
+	uint32_t h = n->ct_hash;
+	struct conntab_node **pprev;
+	struct ct_stripe *s;
+	int err = -ENOENT;
+
+	s = ct_lock_hash(&c->locks, h);
+	/* Recheck under the lock: a racing remove may have won. */
+	if (ct_node_owned(n, t) &&
+	    (pprev = ct_chain_pprev(&c->buckets[h & c->mask], n))) {
+		ct_chain_unlink(pprev, n);
+		ct_node_release(n);
+		s->entries--;
+		if (n->ct_state == CONNTAB_TIMEWAIT)
+			s->timewait--;
+		ct_unreserve(t);
+		err = 0;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+static int chained_timewait(struct conntab *t, struct conntab_node *est,
+			    struct conntab_node *tw)
+{
+	struct ct_chained *c = ct_chained(t);
+	uint32_t h = est->ct_hash;
+	struct conntab_node **pprev = NULL;
+	struct ct_stripe *s;
+	int err = 0;
+
+	s = ct_lock_hash(&c->locks, h);
+	if (!ct_node_owned(est, t) ||
+	    !(pprev = ct_chain_pprev(&c->buckets[h & c->mask], est))) {
+		err = -ENOENT;
+	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
+		err = -EINVAL;
+	} else if (tw == est) {
+		/* Same node, same place: readers see either state. */
+		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
+				 __ATOMIC_RELAXED);
+		s->timewait++;
+	} else {
+		ct_chain_replace(pprev, est, tw);
+		ct_node_release(est);
+		s->timewait++;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+static int chained_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
+{
+	struct ct_chained *c = ct_chained(t);
+	struct conntab_node *n, *next;
+	size_t i;
+	int ret;
+
+	/*
+	 * Buckets never move and chains only gain nodes at their head, so a
+	 * node present for the whole walk is on its chain's path exactly once.
+	 * fn may unlink n: its link stays valid for a grace period, and we
+	 * hold the read lock.
+	 */
+	for (i = 0; i <= c->mask; i++) {
+		for (n = ct_rcu_deref(c->buckets[i]); !ct_is_nulls(n); n = next) {
+			next = ct_rcu_deref(n->ct_next);
+			if (state != CT_WALK_ALL &&
+			    conntab_node_state(n) != (enum conntab_state)state)
+				continue;
+			ret = fn(n, arg);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static void chained_stats(struct conntab *t, struct conntab_stats *st)
+{
+	struct ct_chained *c = ct_chained(t);
+	size_t i, len;
+	uint32_t sidx;
+
+	ct_locks_count(&c->locks, &st->entries, &st->timewait);
+	st->buckets = (size_t)c->mask + 1;
+	st->memory = sizeof(*c) + st->buckets * sizeof(*c->buckets) +
+		     ct_locks_memory(&c->locks);
+	/* Each stripe covers the buckets congruent to it modulo the stripes. */
+	for (sidx = 0; sidx <= c->locks.mask; sidx++) {
+		struct ct_stripe *s = &c->locks.stripe[sidx];
+
+		ct_spin_lock(&s->lock);
+		for (i = sidx; i <= c->mask; i += (size_t)c->locks.mask + 1) {
+			len = ct_chain_len(&c->buckets[i]);
+			if (len > st->max_depth)
+				st->max_depth = len;
+		}
+		ct_unlock_stripe(s);
+	}
+	st->resizes = 0;
+}
+
+const struct conntab_ops ct_chained_ops = {
+	.create		= chained_create,
+	.destroy	= chained_destroy,
+	.insert		= chained_insert,
+	.lookup		= chained_lookup,
+	.lookup_batch	= chained_lookup_batch,
+	.remove		= chained_remove,
+	.timewait	= chained_timewait,
+	.walk		= chained_walk,
+	.stats		= chained_stats,
+};

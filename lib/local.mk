@@ -1,0 +1,15 @@
+# The library: one front file, shared helpers, one file per backend.
+lib_LTLIBRARIES = lib/libconntab.la
+conntabincludedir = $(includedir)/conntab
+conntabinclude_HEADERS = include/conntab/conntab.h
+
+lib_libconntab_la_SOURCES = \
+	lib/conntab.c lib/conntab-int.h \
+	lib/key.c lib/key.h \
+	lib/lock.c lib/lock.h \
+	lib/hash.h lib/chain.h lib/rcu.h \
+	lib/chained.c
+lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
+lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
+	-no-undefined

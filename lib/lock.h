@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Striped writer locks.
+ *
+ * Writers of a hash backend serialise per bucket through an array of
+ * spinlocks indexed by the low bits of the key's hash (the bucket index
+ * modulo the stripe count, so one stripe covers whole buckets). Each stripe
+ * owns a cache line and also carries the entry counters of its buckets, so
+ * an insert touches the line it already holds exclusively instead of a
+ * table-wide counter that every writer would bounce.
+ *
+ * Readers never take these locks.
+ */
+#ifndef CT_LOCK_H
+#define CT_LOCK_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CT_CACHELINE	64
+
+struct ct_stripe {
+	uint32_t lock;		/* 0 free, 1 held */
+	uint32_t pad;
+	long entries;		/* nodes in this stripe's buckets (under lock) */
+	long timewait;		/* of which TIME_WAIT (under lock) */
+} __attribute__((aligned(CT_CACHELINE)));
+
+struct ct_locks {
+	struct ct_stripe *stripe;
+	uint32_t mask;		/* stripes - 1, a power of two minus one */
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+# define ct_cpu_relax()	__builtin_ia32_pause()
+#elif defined(__aarch64__)
+# define ct_cpu_relax()	__asm__ __volatile__("yield" ::: "memory")
+#else
+# define ct_cpu_relax()	__asm__ __volatile__("" ::: "memory")
+#endif
+
+static inline void ct_spin_lock(uint32_t *l)
+{
+	unsigned int spins = 0;
+
+	for (;;) {
+		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+			return;
+		/* Test before test-and-set; yield if the holder is preempted. */
+		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+			if (++spins & 1023)
+				ct_cpu_relax();
+			else
+				sched_yield();
+		}
+	}
+}
+
+static inline void ct_spin_unlock(uint32_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static inline struct ct_stripe *ct_stripe_of(const struct ct_locks *lk,
+					      uint32_t hash)
+{
+	return &lk->stripe[hash & lk->mask];
+}
+
+static inline struct ct_stripe *ct_lock_hash(const struct ct_locks *lk,
+					     uint32_t hash)
+{
+	struct ct_stripe *s = ct_stripe_of(lk, hash);
+
+	ct_spin_lock(&s->lock);
+	return s;
+}
+
+static inline void ct_unlock_stripe(struct ct_stripe *s)
+{
+	ct_spin_unlock(&s->lock);
+}
+
+int ct_locks_init(struct ct_locks *lk, size_t want);
+void ct_locks_fini(struct ct_locks *lk);
+size_t ct_locks_memory(const struct ct_locks *lk);
+void ct_locks_count(const struct ct_locks *lk, size_t *entries,
+		    size_t *timewait);
+
+#endif /* CT_LOCK_H */
