@@ -23,8 +23,13 @@
 #include "chain.h"
 #include "conntab-int.h"
 
-/* Smallest table, for expected = 0. */
+/*
+ * Bucket count limits: 64 for expected = 0; at most 2^27 (1 GiB of heads),
+ * beyond which a fixed table is the wrong tool (use CONNTAB_EXTHASH) and
+ * the load factor rises above 1 instead.
+ */
 #define CT_CHAINED_MIN_BUCKETS	64
+#define CT_CHAINED_MAX_BUCKETS	((size_t)1 << 27)
 
 struct ct_chained {
 	struct conntab base;
@@ -41,11 +46,15 @@ static inline struct ct_chained *ct_chained(struct conntab *t)
 static struct conntab *chained_create(const struct conntab *tmpl,
 				      const struct conntab_config *cfg)
 {
-	size_t nb = ct_roundup_pow2(cfg->expected > CT_CHAINED_MIN_BUCKETS ?
-				    cfg->expected : CT_CHAINED_MIN_BUCKETS);
+	size_t nb = cfg->expected;
 	struct ct_chained *c;
 	size_t i;
 
+	if (nb < CT_CHAINED_MIN_BUCKETS)
+		nb = CT_CHAINED_MIN_BUCKETS;
+	if (nb > CT_CHAINED_MAX_BUCKETS)
+		nb = CT_CHAINED_MAX_BUCKETS;
+	nb = ct_roundup_pow2(nb);
 	c = aligned_alloc(CT_CACHELINE, sizeof(*c));
 	if (!c)
 		goto nomem;

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -131,7 +132,7 @@ struct conntab;
  */
 static inline void conntab_node_init(struct conntab_node *n)
 {
-	*n = (struct conntab_node){ 0 };
+	memset(n, 0, sizeof(*n));
 }
 
 /**
