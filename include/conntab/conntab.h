@@ -28,6 +28,12 @@
 extern "C" {
 #endif
 
+/**
+ * @def CONNTAB_API
+ * Marks the functions libconntab exports. Empty for applications; while the
+ * library itself is built (-fvisibility=hidden) it gives them default
+ * visibility, so that only the conntab_* API leaves the shared object.
+ */
 #if defined(__GNUC__) && defined(CONNTAB_BUILDING)
 # define CONNTAB_API __attribute__((visibility("default")))
 #else
