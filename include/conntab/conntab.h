@@ -14,7 +14,15 @@
  * #include <urcu.h>
  * #include <conntab/conntab.h>
  * @endcode
- * so that conntab_create() picks up that flavor.
+ * so that conntab_create() picks up that flavor. minimal.c is a complete
+ * program; doc/design.md (the main page) states the concurrency rules.
+ */
+
+/**
+ * @example minimal.c
+ * The smallest complete embedding: register the thread, create a table,
+ * insert a connection, look it up under the RCU read lock, swap in a
+ * TIME_WAIT node, remove it, free both through call_rcu(), destroy.
  */
 #ifndef CONNTAB_CONNTAB_H
 #define CONNTAB_CONNTAB_H
