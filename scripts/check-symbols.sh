@@ -30,7 +30,7 @@ $nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' |
 # preprocessor lines, then read the rest as one stream cut at ';' and '{'
 # (declarations span lines).
 perl -0777 -pe 's{/\*.*?\*/}{}gs' "$header" | grep -v '^[[:space:]]*#' |
-	tr '\n' ' ' | tr ';{' '\n\n' |
+	tr '\n' ' ' | sed 's/[;{]/\n/g' |
 	grep -oE 'CONNTAB_API[^(]*\(' |
 	grep -oE '[A-Za-z_][A-Za-z0-9_]* *\($' | tr -d ' (' |
 	sort -u >"$tmp/declared"
