@@ -40,7 +40,7 @@ cd "$build"
 "$src/configure" -q
 make -j"$jobs"
 
-if grep -q '^demo:' Makefile; then
+if grep -qE '^([^#=]*[[:space:]])?demo[[:space:]]*:([^=]|$)' Makefile; then
 	step "make demo"
 	make demo
 else
