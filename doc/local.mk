@@ -6,7 +6,10 @@
 # (stop at the first) or =FAIL_ON_WARNINGS (report all, then fail);
 # CI uses the latter.
 
-EXTRA_DIST += doc/Doxyfile.in doc/design.md
+EXTRA_DIST += doc/Doxyfile.in
+# Installed as plain text beside examples/minimal.c, for readers without
+# the HTML reference.
+dist_doc_DATA = README.md doc/design.md
 DOXYGEN_WARN_AS_ERROR = NO
 
 # Always rerun (it takes a second), so that a second `make doc` with
