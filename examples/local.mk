@@ -19,14 +19,15 @@ installcheck-local: installcheck-examples
 installcheck-examples:
 	$(AM_V_at)$(MKDIR_P) examples
 	$(AM_V_CC)dest='$(DESTDIR)'; \
-	flags=`env PKG_CONFIG_PATH='$(DESTDIR)$(libdir)/pkgconfig'$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH} \
+	pcpath='$(DESTDIR)$(libdir)/pkgconfig'$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}; \
+	flags=`env PKG_CONFIG_PATH="$$pcpath" \
 		$${dest:+PKG_CONFIG_SYSROOT_DIR="$$dest"} \
 		$(PKG_CONFIG) --cflags --libs conntab liburcu` && \
 	echo "  installcheck: cc minimal.c $$flags" && \
 	$(CC) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror \
 		-o examples/minimal-installed \
 		'$(DESTDIR)$(examplesdir)/minimal.c' $$flags
-	$(AM_V_at)LD_LIBRARY_PATH='$(DESTDIR)$(libdir)'$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
-		./examples/minimal-installed
+	$(AM_V_at)ldpath='$(DESTDIR)$(libdir)'$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}; \
+		LD_LIBRARY_PATH="$$ldpath" ./examples/minimal-installed
 .PHONY: installcheck-examples
 CLEANFILES += examples/minimal-installed
