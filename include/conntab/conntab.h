@@ -14,7 +14,15 @@
  * #include <urcu.h>
  * #include <conntab/conntab.h>
  * @endcode
- * so that conntab_create() picks up that flavor.
+ * so that conntab_create() picks up that flavor. minimal.c is a complete
+ * program; doc/design.md (the main page) states the concurrency rules.
+ */
+
+/**
+ * @example minimal.c
+ * The smallest complete embedding: register the thread, create a table,
+ * insert a connection, look it up under the RCU read lock, swap in a
+ * TIME_WAIT node, remove it, free both through call_rcu(), destroy.
  */
 #ifndef CONNTAB_CONNTAB_H
 #define CONNTAB_CONNTAB_H
@@ -29,6 +37,12 @@
 extern "C" {
 #endif
 
+/**
+ * @def CONNTAB_API
+ * Marks the functions libconntab exports. Empty for applications; while the
+ * library itself is built (-fvisibility=hidden) it gives them default
+ * visibility, so that only the conntab_* API leaves the shared object.
+ */
 #if defined(__GNUC__) && defined(CONNTAB_BUILDING)
 # define CONNTAB_API __attribute__((visibility("default")))
 #else
