@@ -22,6 +22,7 @@
 
 #include "chain.h"
 #include "conntab-int.h"
+#include "mem.h"
 
 /*
  * Bucket count limits: 64 for expected = 0; at most 2^27 (1 GiB of heads),
@@ -61,7 +62,7 @@ static struct conntab *chained_create(const struct conntab *tmpl,
 	memset(c, 0, sizeof(*c));
 	c->base = *tmpl;
 	c->mask = (uint32_t)(nb - 1);
-	c->buckets = aligned_alloc(CT_CACHELINE, nb * sizeof(*c->buckets));
+	c->buckets = ct_array_alloc(nb * sizeof(*c->buckets));
 	if (!c->buckets)
 		goto nomem;
 	for (i = 0; i < nb; i++)
@@ -71,7 +72,7 @@ static struct conntab *chained_create(const struct conntab *tmpl,
 	return &c->base;
 nomem:
 	if (c)
-		free(c->buckets);
+		ct_array_free(c->buckets, nb * sizeof(*c->buckets));
 	free(c);
 	errno = ENOMEM;
 	return NULL;
@@ -93,7 +94,7 @@ static void chained_destroy(struct conntab *t,
 		}
 	}
 	ct_locks_fini(&c->locks);
-	free(c->buckets);
+	ct_array_free(c->buckets, ((size_t)c->mask + 1) * sizeof(*c->buckets));
 	free(c);
 }
 

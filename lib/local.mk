@@ -7,6 +7,7 @@ lib_libconntab_la_SOURCES = \
 	lib/conntab.c lib/conntab-int.h \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
+	lib/mem.c lib/mem.h \
 	lib/hash.h lib/chain.h lib/rcu.h \
 	lib/chained.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
