@@ -1,1 +1,28 @@
-# tests: filled in by its own change
+# Test programs, run by `make check` (Check framework).
+#
+# Every program runs its tests in its own process: a forked child would
+# lose the RCU state of the parent (registered threads, call_rcu worker).
+# The programs ask Check for that themselves; the environment says it too
+# for anyone running them by hand with another default.
+AM_TESTS_ENVIRONMENT = CK_FORK=no; export CK_FORK;
+
+check_PROGRAMS += \
+	tests/test-keys \
+	tests/test-contract
+TESTS += \
+	tests/test-keys \
+	tests/test-contract
+
+# Programs built against the memb flavor (<urcu.h>) share these.
+T_MEMB_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
+	$(PTHREAD_CFLAGS)
+T_MEMB_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) $(PTHREAD_LIBS)
+T_HELPERS = tests/helpers.c tests/helpers.h
+
+tests_test_keys_SOURCES = tests/test-keys.c $(T_HELPERS)
+tests_test_keys_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_keys_LDADD = $(T_MEMB_LDADD)
+
+tests_test_contract_SOURCES = tests/test-contract.c $(T_HELPERS)
+tests_test_contract_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_contract_LDADD = $(T_MEMB_LDADD)
