@@ -8,10 +8,12 @@ AM_TESTS_ENVIRONMENT = CK_FORK=no; export CK_FORK;
 
 check_PROGRAMS += \
 	tests/test-keys \
-	tests/test-contract
+	tests/test-contract \
+	tests/test-model
 TESTS += \
 	tests/test-keys \
-	tests/test-contract
+	tests/test-contract \
+	tests/test-model
 
 # Programs built against the memb flavor (<urcu.h>) share these.
 T_MEMB_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
@@ -26,3 +28,7 @@ tests_test_keys_LDADD = $(T_MEMB_LDADD)
 tests_test_contract_SOURCES = tests/test-contract.c $(T_HELPERS)
 tests_test_contract_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_contract_LDADD = $(T_MEMB_LDADD)
+
+tests_test_model_SOURCES = tests/test-model.c $(T_HELPERS)
+tests_test_model_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_model_LDADD = $(T_MEMB_LDADD)
