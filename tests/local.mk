@@ -9,11 +9,13 @@ AM_TESTS_ENVIRONMENT = CK_FORK=no; export CK_FORK;
 check_PROGRAMS += \
 	tests/test-keys \
 	tests/test-contract \
-	tests/test-model
+	tests/test-model \
+	tests/test-alloc
 TESTS += \
 	tests/test-keys \
 	tests/test-contract \
-	tests/test-model
+	tests/test-model \
+	tests/test-alloc
 
 # Programs built against the memb flavor (<urcu.h>) share these.
 T_MEMB_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
@@ -32,3 +34,9 @@ tests_test_contract_LDADD = $(T_MEMB_LDADD)
 tests_test_model_SOURCES = tests/test-model.c $(T_HELPERS)
 tests_test_model_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_model_LDADD = $(T_MEMB_LDADD)
+
+# Replaces the process's allocator: keep it in a program of its own.
+tests_test_alloc_SOURCES = tests/test-alloc.c tests/failalloc.c \
+	tests/failalloc.h $(T_HELPERS)
+tests_test_alloc_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_alloc_LDADD = $(T_MEMB_LDADD) -ldl
