@@ -10,12 +10,14 @@ check_PROGRAMS += \
 	tests/test-keys \
 	tests/test-contract \
 	tests/test-model \
-	tests/test-alloc
+	tests/test-alloc \
+	tests/test-concurrency
 TESTS += \
 	tests/test-keys \
 	tests/test-contract \
 	tests/test-model \
-	tests/test-alloc
+	tests/test-alloc \
+	tests/test-concurrency
 
 # Programs built against the memb flavor (<urcu.h>) share these.
 T_MEMB_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
@@ -40,3 +42,7 @@ tests_test_alloc_SOURCES = tests/test-alloc.c tests/failalloc.c \
 	tests/failalloc.h $(T_HELPERS)
 tests_test_alloc_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_alloc_LDADD = $(T_MEMB_LDADD) -ldl
+
+tests_test_concurrency_SOURCES = tests/test-concurrency.c $(T_HELPERS)
+tests_test_concurrency_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_concurrency_LDADD = $(T_MEMB_LDADD)

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Readers and writers together (memb flavor), for every backend, for a
+ * bounded time each:
+ *
+ *  - "fixed" keys are inserted first and never touched: every lookup finds
+ *    them, and every walk visits each exactly once;
+ *  - "flipping" keys are always present but their node is replaced all
+ *    the time (timewait to a new node, insert_recycle over the TIME_WAIT
+ *    node, timewait in place), which the contract makes atomic for
+ *    readers: every lookup still finds a node with that key;
+ *  - "churn" keys, the odd neighbours of the others (same chains in a
+ *    small table, adjacent key bits), come and go through every writer
+ *    operation.
+ *
+ * Freed nodes are poisoned (magic DEAD, key scribbled) in their call_rcu
+ * callback and kept in a quarantine for a while before free(), so a reader
+ * that holds a node past its grace period sees the poison. Threads report
+ * to counters; the main thread asserts once they have joined (Check's
+ * assertions are not for other threads).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define B		((enum conntab_backend)_i)
+#define BN		conntab_backend_name(B)
+
+#define NKEYS		800	/* ids: 4k fixed, 4k+2 flipping, odd churn */
+#define NREADERS	2
+#define NWRITERS	2
+#define RUN_MS		1500
+#define BATCH		16
+
+#define IS_FIXED(id)	((id) % 4 == 0)
+#define IS_FLIP(id)	((id) % 4 == 2)
+#define IS_CHURN(id)	((id) % 2 == 1)
+#define OWNER(id)	(((id) / 2) % NWRITERS)
+
+static struct conntab *table;
+static int stop;
+static unsigned long errors;
+static char first_error[256];
+
+static void report(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_fetch_add(&errors, 1, __ATOMIC_SEQ_CST) == 0) {
+		va_start(ap, fmt);
+		vsnprintf(first_error, sizeof(first_error), fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* --- quarantine: poisoned nodes wait here before free() ------------- */
+
+#define QUARANTINE	8192
+static struct tconn *quarantine[QUARANTINE];
+static size_t q_head;
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void poison_cb(struct rcu_head *rh)
+{
+	struct tconn *c = caa_container_of(rh, struct tconn, rh), *old;
+
+	c->magic = T_MAGIC_DEAD;
+	memset(&c->node.ct_key, 0xa5, sizeof(c->node.ct_key));
+	pthread_mutex_lock(&q_lock);
+	old = quarantine[q_head];
+	quarantine[q_head] = c;
+	q_head = (q_head + 1) % QUARANTINE;
+	pthread_mutex_unlock(&q_lock);
+	free(old);
+}
+
+static void retire(struct tconn *c)
+{
+	call_rcu(&c->rh, poison_cb);
+}
+
+static void quarantine_flush(void)
+{
+	size_t i;
+
+	for (i = 0; i < QUARANTINE; i++) {
+		free(quarantine[i]);
+		quarantine[i] = NULL;
+	}
+}
+
+/* --- readers -------------------------------------------------------- */
+
+struct reader {
+	pthread_t tid;
+	uint64_t rng;
+	unsigned long lookups, stable_lookups, churn_hits;
+};
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+/* A node found for @k: the right key, alive, a valid state. */
+static int check_node(const struct conntab_node *n,
+		      const struct conntab_key *k, uint32_t id,
+		      const char *who)
+{
+	const struct tconn *c = conntab_entry(n, struct tconn, node);
+	enum conntab_state st = conntab_node_state(n);
+
+	if (__atomic_load_n(&c->magic, __ATOMIC_RELAXED) != T_MAGIC_LIVE) {
+		report("%s: key %u: node %p freed (magic %#x)", who, id,
+		       (void *)n, c->magic);
+		return -1;
+	}
+	if (!t_key_same(conntab_node_key(n), k)) {
+		report("%s: key %u: node %p has another key", who, id,
+		       (void *)n);
+		return -1;
+	}
+	if (st != CONNTAB_ESTABLISHED && st != CONNTAB_TIMEWAIT) {
+		report("%s: key %u: state %d", who, id, st);
+		return -1;
+	}
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct conntab_key keys[BATCH];
+	struct conntab_node *out[BATCH];
+	uint32_t ids[BATCH], id;
+	struct conntab_key k;
+	struct conntab_node *n;
+	size_t i, found;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		rcu_read_lock();
+		if (rnd(&r->rng) % 8 == 0) {
+			/* A batch mixing stable and churn keys. */
+			for (i = 0; i < BATCH; i++) {
+				ids[i] = (uint32_t)(rnd(&r->rng) % NKEYS);
+				t_key(&keys[i], ids[i]);
+			}
+			found = conntab_lookup_batch(table, keys, out, BATCH);
+			for (i = 0; i < BATCH; i++) {
+				r->lookups++;
+				if (!out[i]) {
+					if (!IS_CHURN(ids[i]))
+						report("batch: stable key %u "
+						       "missed", ids[i]);
+					continue;
+				}
+				found--;
+				check_node(out[i], &keys[i], ids[i], "batch");
+				r->stable_lookups += !IS_CHURN(ids[i]);
+			}
+			if (found)
+				report("batch: count off by %zu", found);
+		} else {
+			/* A stable key, then a churn neighbour. */
+			id = (uint32_t)(rnd(&r->rng) % (NKEYS / 2)) * 2;
+			t_key(&k, id);
+			n = conntab_lookup(table, &k);
+			r->lookups++;
+			r->stable_lookups++;
+			if (!n)
+				report("lookup: stable key %u (%s) missed", id,
+				       IS_FIXED(id) ? "fixed" : "flipping");
+			else
+				check_node(n, &k, id, "lookup");
+			t_key(&k, id + 1);
+			n = conntab_lookup(table, &k);
+			r->lookups++;
+			if (n) {
+				r->churn_hits++;
+				check_node(n, &k, id + 1, "lookup");
+			}
+		}
+		rcu_read_unlock();
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* --- walker --------------------------------------------------------- */
+
+struct walker {
+	pthread_t tid;
+	unsigned long walks;
+	unsigned int seen[NKEYS];
+};
+
+static int walk_fn(struct conntab_node *n, void *arg)
+{
+	struct walker *w = arg;
+	struct tconn *c = conntab_entry(n, struct tconn, node);
+	struct conntab_key k;
+	uint32_t id = __atomic_load_n(&c->id, __ATOMIC_RELAXED);
+
+	if (id >= NKEYS) {
+		report("walk: node %p id %u (freed?)", (void *)n, id);
+		return 0;
+	}
+	t_key(&k, id);
+	check_node(n, &k, id, "walk");
+	w->seen[id]++;
+	return 0;
+}
+
+static void *walker_main(void *arg)
+{
+	struct walker *w = arg;
+	uint32_t id;
+	int ret, state;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		memset(w->seen, 0, sizeof(w->seen));
+		/* Fixed keys are ESTABLISHED: the filtered walk sees them. */
+		state = w->walks % 2 ? CONNTAB_ESTABLISHED : -1;
+		rcu_read_lock();
+		if (state < 0)
+			ret = conntab_walk(table, walk_fn, w);
+		else
+			ret = conntab_walk_state(table, state, walk_fn, w);
+		rcu_read_unlock();
+		if (ret)
+			report("walk returned %d", ret);
+		for (id = 0; id < NKEYS; id += 4)
+			if (w->seen[id] != 1)
+				report("walk %lu (state %d): fixed key %u "
+				       "visited %u times", w->walks, state, id,
+				       w->seen[id]);
+		w->walks++;
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* --- writers -------------------------------------------------------- */
+
+struct writer {
+	pthread_t tid;
+	unsigned int idx;
+	uint64_t rng;
+	unsigned long ops, self_checks;
+};
+
+/* What the writers know: the node holding each key (owner only). */
+static struct tconn *holder[NKEYS];
+static enum conntab_state hstate[NKEYS];
+
+static void expect(int got, int want, const char *op, uint32_t id)
+{
+	if (got != want)
+		report("writer: %s key %u: %d, want %d", op, id, got, want);
+}
+
+static void flip(struct writer *w, uint32_t id)
+{
+	struct tconn *c = holder[id], *n;
+	struct conntab_node *rec = NULL;
+	struct conntab_key k;
+	uint64_t r = rnd(&w->rng);
+
+	t_key(&k, id);
+	if (hstate[id] == CONNTAB_ESTABLISHED) {
+		if (r % 3 == 0) {
+			expect(conntab_timewait(table, &c->node, &c->node), 0,
+			       "timewait in place", id);
+		} else {
+			n = t_conn_new(id);
+			expect(conntab_timewait(table, &c->node, &n->node), 0,
+			       "timewait", id);
+			holder[id] = n;
+			retire(c);
+		}
+		hstate[id] = CONNTAB_TIMEWAIT;
+	} else {
+		n = t_conn_new(id);
+		expect(conntab_insert(table, &n->node, &k), -EEXIST,
+		       "insert over timewait", id);
+		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
+		       "recycle", id);
+		if (rec != &c->node)
+			report("recycle key %u returned %p, want %p", id,
+			       (void *)rec, (void *)&c->node);
+		holder[id] = n;
+		hstate[id] = CONNTAB_ESTABLISHED;
+		retire(c);
+	}
+}
+
+static void churn(struct writer *w, uint32_t id)
+{
+	struct tconn *c = holder[id], *n;
+	struct conntab_node *rec = NULL;
+	struct conntab_key k;
+	uint64_t r = rnd(&w->rng) % 6;
+
+	t_key(&k, id);
+	if (!c) {
+		n = t_conn_new(id);
+		if (r < 3) {
+			expect(conntab_insert(table, &n->node, &k), 0,
+			       "insert", id);
+		} else {
+			rec = &n->node;
+			expect(conntab_insert_recycle(table, &n->node, &k,
+						      &rec), 0,
+			       "recycle absent", id);
+			if (rec)
+				report("recycle of absent key %u returned %p",
+				       id, (void *)rec);
+		}
+		holder[id] = n;
+		hstate[id] = CONNTAB_ESTABLISHED;
+	} else if (r < 2) {
+		expect(conntab_remove(table, &c->node), 0, "remove", id);
+		expect(conntab_remove(table, &c->node), -ENOENT,
+		       "second remove", id);
+		holder[id] = NULL;
+		retire(c);
+	} else if (hstate[id] == CONNTAB_ESTABLISHED) {
+		if (r < 4) {
+			expect(conntab_timewait(table, &c->node, &c->node), 0,
+			       "timewait in place", id);
+		} else {
+			n = t_conn_new(id);
+			expect(conntab_timewait(table, &c->node, &n->node), 0,
+			       "timewait", id);
+			holder[id] = n;
+			retire(c);
+		}
+		hstate[id] = CONNTAB_TIMEWAIT;
+	} else {
+		n = t_conn_new(id);
+		expect(conntab_timewait(table, &c->node, &n->node), -EINVAL,
+		       "timewait of timewait", id);
+		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
+		       "recycle", id);
+		if (rec != &c->node)
+			report("recycle key %u returned %p, want %p", id,
+			       (void *)rec, (void *)&c->node);
+		holder[id] = n;
+		hstate[id] = CONNTAB_ESTABLISHED;
+		retire(c);
+	}
+}
+
+/* The writer owns its keys: its own lookups must agree exactly. */
+static void self_check(struct writer *w, uint32_t id)
+{
+	struct conntab_node *n;
+	struct conntab_key k;
+
+	t_key(&k, id);
+	rcu_read_lock();
+	n = conntab_lookup(table, &k);
+	if (n != (holder[id] ? &holder[id]->node : NULL))
+		report("writer: lookup of own key %u: %p, want %p", id,
+		       (void *)n,
+		       holder[id] ? (void *)&holder[id]->node : NULL);
+	else if (n && conntab_node_state(n) != hstate[id])
+		report("writer: own key %u in state %d, want %d", id,
+		       conntab_node_state(n), hstate[id]);
+	rcu_read_unlock();
+	w->self_checks++;
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	uint32_t id;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		id = (uint32_t)(rnd(&w->rng) % NKEYS);
+		if (IS_FIXED(id) || OWNER(id) != w->idx)
+			continue;
+		if (IS_FLIP(id))
+			flip(w, id);
+		else
+			churn(w, id);
+		self_check(w, id);
+		w->ops++;
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* --- the test ------------------------------------------------------- */
+
+static void release_fn(struct conntab_node *n)
+{
+	struct tconn *c = conntab_entry(n, struct tconn, node);
+
+	if (c->id >= NKEYS || holder[c->id] != c)
+		report("destroy released a node the writers do not hold");
+	else
+		holder[c->id] = NULL;
+	t_conn_free_now(c);
+}
+
+START_TEST(readers_writers)
+{
+	static struct reader rd[NREADERS];
+	static struct writer wr[NWRITERS];
+	static struct walker wk;
+	struct timespec ts = { RUN_MS / 1000, (RUN_MS % 1000) * 1000000L };
+	struct conntab_stats st;
+	unsigned long lookups = 0, stable = 0, hits = 0, ops = 0, self = 0;
+	struct conntab_key k;
+	size_t i, present = 0, tw = 0;
+	uint32_t id;
+
+	table = t_table(B, 0, 0);	/* small: long chains */
+	stop = 0;
+	errors = 0;
+	memset(holder, 0, sizeof(holder));
+	for (id = 0; id < NKEYS; id += 2) {
+		holder[id] = t_conn_new(id);
+		hstate[id] = CONNTAB_ESTABLISHED;
+		t_key(&k, id);
+		ck_assert_int_eq(conntab_insert(table, &holder[id]->node, &k),
+				 0);
+	}
+	memset(rd, 0, sizeof(rd));
+	memset(wr, 0, sizeof(wr));
+	memset(&wk, 0, sizeof(wk));
+	for (i = 0; i < NREADERS; i++) {
+		rd[i].rng = 0x1234567ull * (i + 1) + (uint64_t)time(NULL);
+		ck_assert_int_eq(pthread_create(&rd[i].tid, NULL, reader_main,
+						&rd[i]), 0);
+	}
+	for (i = 0; i < NWRITERS; i++) {
+		wr[i].idx = (unsigned int)i;
+		wr[i].rng = 0x7654321ull * (i + 1) + (uint64_t)time(NULL);
+		ck_assert_int_eq(pthread_create(&wr[i].tid, NULL, writer_main,
+						&wr[i]), 0);
+	}
+	ck_assert_int_eq(pthread_create(&wk.tid, NULL, walker_main, &wk), 0);
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < NREADERS; i++) {
+		pthread_join(rd[i].tid, NULL);
+		lookups += rd[i].lookups;
+		stable += rd[i].stable_lookups;
+		hits += rd[i].churn_hits;
+	}
+	for (i = 0; i < NWRITERS; i++) {
+		pthread_join(wr[i].tid, NULL);
+		ops += wr[i].ops;
+		self += wr[i].self_checks;
+	}
+	pthread_join(wk.tid, NULL);
+	printf("%s: %lu reader lookups checked (%lu of always-present keys, "
+	       "%lu churn hits), %lu writer ops, %lu writer self-checks, "
+	       "%lu full walks, %lu errors\n", BN, lookups, stable, hits, ops,
+	       self, wk.walks, errors);
+	fflush(stdout);
+	ck_assert_msg(errors == 0, "%s: %lu errors, first: %s", BN, errors,
+		      first_error);
+	/* Something happened on every side. */
+	ck_assert_uint_gt(stable, 0);
+	ck_assert_uint_gt(ops, 0);
+	ck_assert_uint_gt(wk.walks, 0);
+
+	/* The table holds exactly what the writers think. */
+	for (id = 0; id < NKEYS; id++) {
+		present += holder[id] != NULL;
+		tw += holder[id] && hstate[id] == CONNTAB_TIMEWAIT;
+	}
+	conntab_stats(table, &st);
+	ck_assert_uint_eq(st.entries, present);
+	ck_assert_uint_eq(st.timewait, tw);
+	rcu_read_lock();
+	for (id = 0; id < NKEYS; id++) {
+		t_key(&k, id);
+		ck_assert_ptr_eq(conntab_lookup(table, &k),
+				 holder[id] ? &holder[id]->node : NULL);
+	}
+	rcu_read_unlock();
+	/* Retired nodes first, then the table and what it holds. */
+	rcu_barrier();
+	conntab_destroy(table, release_fn);
+	ck_assert_msg(errors == 0, "%s: %s", BN, first_error);
+	for (id = 0; id < NKEYS; id++)
+		ck_assert_ptr_null(holder[id]);
+	quarantine_flush();
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const per_backend[] = { readers_writers };
+	Suite *s = suite_create("concurrency");
+	int ret;
+
+	rcu_register_thread();
+	t_add_backend_cases(s, per_backend, 1, 60);
+	ret = t_run(s, 300);
+	rcu_unregister_thread();
+	return ret;
+}
