@@ -6,24 +6,24 @@
 # for anyone running them by hand with another default.
 AM_TESTS_ENVIRONMENT = CK_FORK=no; export CK_FORK;
 
-check_PROGRAMS += \
+T_PROGS = \
 	tests/test-keys \
 	tests/test-contract \
 	tests/test-model \
 	tests/test-alloc \
-	tests/test-concurrency
-TESTS += \
-	tests/test-keys \
-	tests/test-contract \
-	tests/test-model \
-	tests/test-alloc \
-	tests/test-concurrency
+	tests/test-concurrency \
+	tests/test-flavor-qsbr \
+	tests/test-flavor-bp
+check_PROGRAMS += $(T_PROGS)
+TESTS += $(T_PROGS)
 
-# Programs built against the memb flavor (<urcu.h>) share these.
-T_MEMB_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
-	$(PTHREAD_CFLAGS)
+T_COMMON = tests/common.c tests/common.h
+T_CHECK_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) $(PTHREAD_CFLAGS)
+
+# Programs built against the memb flavor (<urcu.h>).
+T_MEMB_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_CFLAGS)
 T_MEMB_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) $(PTHREAD_LIBS)
-T_HELPERS = tests/helpers.c tests/helpers.h
+T_HELPERS = $(T_COMMON) tests/helpers.c tests/helpers.h
 
 tests_test_keys_SOURCES = tests/test-keys.c $(T_HELPERS)
 tests_test_keys_CPPFLAGS = $(T_MEMB_CPPFLAGS)
@@ -46,3 +46,17 @@ tests_test_alloc_LDADD = $(T_MEMB_LDADD) -ldl
 tests_test_concurrency_SOURCES = tests/test-concurrency.c $(T_HELPERS)
 tests_test_concurrency_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_concurrency_LDADD = $(T_MEMB_LDADD)
+
+# The same library under the other flavors: one source, built per flavor,
+# linking that flavor's library only.
+tests_test_flavor_qsbr_SOURCES = tests/test-flavor.c $(T_COMMON)
+tests_test_flavor_qsbr_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_QSBR_CFLAGS) \
+	-DT_FLAVOR_QSBR
+tests_test_flavor_qsbr_LDADD = lib/libconntab.la $(URCU_QSBR_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
+
+tests_test_flavor_bp_SOURCES = tests/test-flavor.c $(T_COMMON)
+tests_test_flavor_bp_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_BP_CFLAGS) \
+	-DT_FLAVOR_BP
+tests_test_flavor_bp_LDADD = lib/libconntab.la $(URCU_BP_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
