@@ -58,6 +58,19 @@ void t_key(struct conntab_key *k, uint32_t i);
 #define T_SMALL_KEYS	64
 void t_key_small(struct conntab_key *k, uint32_t i);
 
+/*
+ * Least stats.buckets of a table with @entries entries. The API counts
+ * slots for the hash backends (at least one, also when empty) but internal
+ * nodes for CONNTAB_TRIE, which an empty or one-entry trie need not have;
+ * two keys need at least one node to branch.
+ */
+static inline size_t t_min_buckets(enum conntab_backend b, size_t entries)
+{
+	if (b == CONNTAB_TRIE)
+		return entries >= 2;
+	return 1;
+}
+
 /* Same bytes? */
 int t_key_same(const struct conntab_key *a, const struct conntab_key *b);
 

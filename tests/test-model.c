@@ -340,7 +340,9 @@ static void op_stats(struct model *m)
 		 st.entries, m->entries);
 	M_ASSERT(m, st.timewait == m->timewait, "stats.timewait %zu want %zu",
 		 st.timewait, m->timewait);
-	M_ASSERT(m, st.buckets > 0 && st.memory > 0, "buckets/memory 0");
+	M_ASSERT(m, st.buckets >= t_min_buckets(m->b, m->entries),
+		 "stats.buckets %zu with %zu entries", st.buckets, m->entries);
+	M_ASSERT(m, st.memory > 0, "stats.memory 0");
 	M_ASSERT(m, m->entries == 0 || st.max_depth >= 1,
 		 "max_depth 0 with %zu entries", m->entries);
 }
