@@ -32,3 +32,44 @@ struct conntab *t_table(enum conntab_backend b, size_t expected,
 		      strerror(errno));
 	return t;
 }
+
+void t_conns_init(struct tconn *c, size_t n)
+{
+	size_t i;
+
+	memset(c, 0, n * sizeof(*c));
+	for (i = 0; i < n; i++) {
+		conntab_node_init(&c[i].node);
+		c[i].magic = T_MAGIC_LIVE;
+		c[i].id = (uint32_t)i;
+	}
+}
+
+struct conntab_node *t_lookup(struct conntab *t, const struct conntab_key *k)
+{
+	struct conntab_node *n;
+
+	rcu_read_lock();
+	n = conntab_lookup(t, k);
+	rcu_read_unlock();
+	return n;
+}
+
+void t_expect_found(struct conntab *t, const struct conntab_key *k,
+		    struct conntab_node *n, enum conntab_state state)
+{
+	struct conntab_node *got = t_lookup(t, k);
+
+	ck_assert_ptr_eq(got, n);
+	ck_assert(t_key_same(conntab_node_key(got), k));
+	ck_assert_int_eq(conntab_node_state(got), state);
+}
+
+void t_expect_counts(struct conntab *t, size_t entries, size_t tw)
+{
+	struct conntab_stats st;
+
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, entries);
+	ck_assert_uint_eq(st.timewait, tw);
+}

@@ -16,4 +16,17 @@ void t_conn_free_rcu(struct tconn *c);
 struct conntab *t_table(enum conntab_backend b, size_t expected,
 			size_t max_entries);
 
+/* Initialise @n connections (ids 0..n-1) in an array. */
+void t_conns_init(struct tconn *c, size_t n);
+
+/* conntab_lookup() inside a read-side critical section. */
+struct conntab_node *t_lookup(struct conntab *t, const struct conntab_key *k);
+
+/* A lookup of @k finds @n (NULL: nothing), in @state, with key @k. */
+void t_expect_found(struct conntab *t, const struct conntab_key *k,
+		    struct conntab_node *n, enum conntab_state state);
+
+/* stats.entries and stats.timewait are @entries and @tw. */
+void t_expect_counts(struct conntab *t, size_t entries, size_t tw);
+
 #endif /* T_HELPERS_H */

@@ -9,6 +9,7 @@ AM_TESTS_ENVIRONMENT = CK_FORK=no; export CK_FORK;
 T_PROGS = \
 	tests/test-keys \
 	tests/test-contract \
+	tests/test-walk \
 	tests/test-model \
 	tests/test-alloc \
 	tests/test-concurrency \
@@ -32,6 +33,10 @@ tests_test_keys_LDADD = $(T_MEMB_LDADD)
 tests_test_contract_SOURCES = tests/test-contract.c $(T_HELPERS)
 tests_test_contract_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_contract_LDADD = $(T_MEMB_LDADD)
+
+tests_test_walk_SOURCES = tests/test-walk.c $(T_HELPERS)
+tests_test_walk_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_walk_LDADD = $(T_MEMB_LDADD)
 
 tests_test_model_SOURCES = tests/test-model.c $(T_HELPERS)
 tests_test_model_CPPFLAGS = $(T_MEMB_CPPFLAGS)

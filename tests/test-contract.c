@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Contract of the table operations (docs: design/API.md), run against
+ * Contract of the table operations (design/API.md), run against
  * every backend this build accepts: one TCase per backend, the backend
  * passed as the loop index, so a backend that lands later is covered
  * without a change here.
  *
  * Single-threaded: the main thread is a registered memb reader and holds
- * the read lock around lookups and walks as the contract asks. Nodes live
- * in arrays on the stack; a node is reused only after synchronize_rcu().
+ * the read lock around lookups as the contract asks. Nodes live in arrays
+ * on the stack; a node is reused only after synchronize_rcu(). Walks,
+ * stats and destroy are in test-walk.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,49 +18,6 @@
 
 #define B		((enum conntab_backend)_i)
 #define BN		conntab_backend_name(B)
-
-static void conns_init(struct tconn *c, size_t n)
-{
-	size_t i;
-
-	memset(c, 0, n * sizeof(*c));
-	for (i = 0; i < n; i++) {
-		conntab_node_init(&c[i].node);
-		c[i].magic = T_MAGIC_LIVE;
-		c[i].id = (uint32_t)i;
-	}
-}
-
-static struct conntab_node *lookup(struct conntab *t,
-				   const struct conntab_key *k)
-{
-	struct conntab_node *n;
-
-	rcu_read_lock();
-	n = conntab_lookup(t, k);
-	rcu_read_unlock();
-	return n;
-}
-
-/* @n is what a lookup of @k finds, in @state, with key @k. */
-static void expect_found(struct conntab *t, const struct conntab_key *k,
-			 struct conntab_node *n, enum conntab_state state)
-{
-	struct conntab_node *got = lookup(t, k);
-
-	ck_assert_ptr_eq(got, n);
-	ck_assert(t_key_same(conntab_node_key(got), k));
-	ck_assert_int_eq(conntab_node_state(got), state);
-}
-
-static void expect_counts(struct conntab *t, size_t entries, size_t tw)
-{
-	struct conntab_stats st;
-
-	conntab_stats(t, &st);
-	ck_assert_uint_eq(st.entries, entries);
-	ck_assert_uint_eq(st.timewait, tw);
-}
 
 /* --- create --------------------------------------------------------- */
 
@@ -112,10 +70,10 @@ START_TEST(create_flavor)
 	cfg.flavor = &rcu_flavor;
 	t = (conntab_create)(&cfg);
 	ck_assert_ptr_nonnull(t);
-	conns_init(c, 1);
+	t_conns_init(c, 1);
 	t_key(&k, 1);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k), 0);
-	expect_found(t, &k, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k, &c[0].node, CONNTAB_ESTABLISHED);
 	conntab_destroy(t, NULL);
 
 	/* cfg.flavor wins over the argument. */
@@ -147,7 +105,7 @@ START_TEST(create_sizes)
 			ck_assert_uint_eq(st.entries, 0);
 			ck_assert_uint_ge(st.buckets, t_min_buckets(B, 0));
 			ck_assert_uint_gt(st.memory, 0);
-			conns_init(c, 200);
+			t_conns_init(c, 200);
 			for (i = 0; i < 200; i++) {
 				t_key(&k, (uint32_t)i);
 				ck_assert_int_eq(conntab_insert(t, &c[i].node,
@@ -155,10 +113,10 @@ START_TEST(create_sizes)
 			}
 			for (i = 0; i < 200; i++) {
 				t_key(&k, (uint32_t)i);
-				expect_found(t, &k, &c[i].node,
+				t_expect_found(t, &k, &c[i].node,
 					     CONNTAB_ESTABLISHED);
 			}
-			expect_counts(t, 200, 0);
+			t_expect_counts(t, 200, 0);
 			conntab_destroy(t, NULL);
 		}
 	}
@@ -174,30 +132,30 @@ START_TEST(insert_basic)
 	struct tconn c[T_SMALL_KEYS + 1];
 	size_t i;
 
-	conns_init(c, T_SMALL_KEYS + 1);
+	t_conns_init(c, T_SMALL_KEYS + 1);
 	for (i = 0; i < T_SMALL_KEYS; i++) {
 		t_key_small(&k[i], (uint32_t)i);
-		ck_assert(lookup(t, &k[i]) == NULL);
+		ck_assert(t_lookup(t, &k[i]) == NULL);
 		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
-		expect_found(t, &k[i], &c[i].node, CONNTAB_ESTABLISHED);
+		t_expect_found(t, &k[i], &c[i].node, CONNTAB_ESTABLISHED);
 	}
 	/* Keys that differ in one field only are all told apart. */
 	for (i = 0; i < T_SMALL_KEYS; i++)
-		expect_found(t, &k[i], &c[i].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, T_SMALL_KEYS, 0);
+		t_expect_found(t, &k[i], &c[i].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, T_SMALL_KEYS, 0);
 	/* Misses next to hits. */
 	for (i = 0; i < T_SMALL_KEYS; i++) {
 		other = k[i];
 		other.lport ^= 1;
-		ck_assert(lookup(t, &other) == NULL);
+		ck_assert(t_lookup(t, &other) == NULL);
 		other = k[i];
 		other.zone = 3;
-		ck_assert(lookup(t, &other) == NULL);
+		ck_assert(t_lookup(t, &other) == NULL);
 	}
 	/* The key was copied: the caller's copy may change. */
 	memset(&k[0], 0, sizeof(k[0]));
 	t_key_small(&other, 0);
-	expect_found(t, &other, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &other, &c[0].node, CONNTAB_ESTABLISHED);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -208,7 +166,7 @@ START_TEST(insert_exists)
 	struct conntab_key k1, k2;
 	struct tconn c[4];
 
-	conns_init(c, 4);
+	t_conns_init(c, 4);
 	t_key(&k1, 1);
 	t_key(&k2, 3);		/* IPv6 */
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k1), 0);
@@ -220,13 +178,13 @@ START_TEST(insert_exists)
 	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k1), -EEXIST);
 	ck_assert_int_eq(conntab_timewait(t, &c[2].node, &c[3].node), 0);
 	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k2), -EEXIST);
-	expect_found(t, &k1, &c[0].node, CONNTAB_TIMEWAIT);
-	expect_found(t, &k2, &c[3].node, CONNTAB_TIMEWAIT);
-	expect_counts(t, 2, 2);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_TIMEWAIT);
+	t_expect_found(t, &k2, &c[3].node, CONNTAB_TIMEWAIT);
+	t_expect_counts(t, 2, 2);
 	/* The failed node was released: it can go elsewhere. */
 	t_key(&k1, 5);
 	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k1), 0);
-	expect_counts(t, 3, 2);
+	t_expect_counts(t, 3, 2);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -238,7 +196,7 @@ START_TEST(insert_busy)
 	struct conntab_node *rec;
 	struct tconn c[2];
 
-	conns_init(c, 2);
+	t_conns_init(c, 2);
 	t_key(&k1, 1);
 	t_key(&k2, 2);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k1), 0);
@@ -249,12 +207,12 @@ START_TEST(insert_busy)
 	/* In another table. */
 	ck_assert_int_eq(conntab_insert(u, &c[0].node, &k2), -EBUSY);
 	ck_assert_int_eq(conntab_insert(u, &c[0].node, &k1), -EBUSY);
-	expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
-	ck_assert(lookup(t, &k2) == NULL);
-	ck_assert(lookup(u, &k1) == NULL);
-	ck_assert(lookup(u, &k2) == NULL);
-	expect_counts(t, 1, 0);
-	expect_counts(u, 0, 0);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
+	ck_assert(t_lookup(t, &k2) == NULL);
+	ck_assert(t_lookup(u, &k1) == NULL);
+	ck_assert(t_lookup(u, &k2) == NULL);
+	t_expect_counts(t, 1, 0);
+	t_expect_counts(u, 0, 0);
 	/* A TIME_WAIT node is still in the table. */
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[0].node), 0);
 	ck_assert_int_eq(conntab_insert(u, &c[0].node, &k2), -EBUSY);
@@ -263,7 +221,7 @@ START_TEST(insert_busy)
 	synchronize_rcu();
 	conntab_node_init(&c[0].node);
 	ck_assert_int_eq(conntab_insert(u, &c[0].node, &k2), 0);
-	expect_found(u, &k2, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(u, &k2, &c[0].node, CONNTAB_ESTABLISHED);
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
 }
@@ -277,7 +235,7 @@ START_TEST(insert_inval)
 	struct tconn c[1];
 	int i;
 
-	conns_init(c, 1);
+	t_conns_init(c, 1);
 	t_key(&k, 1);
 	ck_assert_int_eq(conntab_insert(NULL, &c[0].node, &k), -EINVAL);
 	ck_assert_int_eq(conntab_insert(t, NULL, &k), -EINVAL);
@@ -303,10 +261,10 @@ START_TEST(insert_inval)
 		bad.raddr.bytes[i] = 0x80;
 		ck_assert_int_eq(conntab_insert(t, &c[0].node, &bad), -EINVAL);
 	}
-	expect_counts(t, 0, 0);
+	t_expect_counts(t, 0, 0);
 	/* Nothing was claimed: the node still inserts. */
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k), 0);
-	expect_found(t, &k, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k, &c[0].node, CONNTAB_ESTABLISHED);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -320,7 +278,7 @@ START_TEST(insert_nospc)
 	struct tconn c[MAX + 4];
 	size_t i;
 
-	conns_init(c, MAX + 4);
+	t_conns_init(c, MAX + 4);
 	for (i = 0; i < MAX + 2; i++)
 		t_key(&k[i], (uint32_t)i);
 	for (i = 0; i < MAX; i++)
@@ -332,8 +290,8 @@ START_TEST(insert_nospc)
 	ck_assert_ptr_null(rec);
 	/* A duplicate at the cap is a duplicate. */
 	ck_assert_int_eq(conntab_insert(t, &c[MAX].node, &k[3]), -EEXIST);
-	ck_assert(lookup(t, &k[MAX]) == NULL);
-	expect_counts(t, MAX, 0);
+	ck_assert(t_lookup(t, &k[MAX]) == NULL);
+	t_expect_counts(t, MAX, 0);
 	/* The refused node was released. */
 	ck_assert_int_eq(conntab_insert(u, &c[MAX].node, &k[MAX]), 0);
 	/* TIME_WAIT still counts. */
@@ -346,18 +304,18 @@ START_TEST(insert_nospc)
 	ck_assert_int_eq(conntab_insert_recycle(t, &c[MAX + 2].node, &k[1],
 						&rec), 0);
 	ck_assert_ptr_eq(rec, &c[1].node);
-	expect_counts(t, MAX, 1);
+	t_expect_counts(t, MAX, 1);
 	/* Room again after a remove. */
 	ck_assert_int_eq(conntab_remove(t, &c[0].node), 0);
 	ck_assert_int_eq(conntab_insert(t, &c[MAX + 3].node, &k[MAX + 1]), 0);
-	expect_found(t, &k[MAX + 1], &c[MAX + 3].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k[MAX + 1], &c[MAX + 3].node, CONNTAB_ESTABLISHED);
 	synchronize_rcu();
 	conntab_node_init(&c[0].node);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), -ENOSPC);
 	/* Removing a TIME_WAIT node frees room too. */
 	ck_assert_int_eq(conntab_remove(t, &c[MAX + 1].node), 0);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), 0);
-	expect_counts(t, MAX, 0);
+	t_expect_counts(t, MAX, 0);
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
 }
@@ -372,7 +330,7 @@ START_TEST(recycle)
 	struct conntab_key k1, k2;
 	struct tconn c[6];
 
-	conns_init(c, 6);
+	t_conns_init(c, 6);
 	t_key(&k1, 1);
 	t_key(&k2, 7);		/* IPv6 */
 	/* Absent key: a plain insert. */
@@ -389,33 +347,33 @@ START_TEST(recycle)
 	/* NULL result pointer: refused, nothing changes. */
 	ck_assert_int_eq(conntab_insert_recycle(t, &c[2].node, &k1, NULL),
 			 -EINVAL);
-	expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
 	/* TIME_WAIT in place: replaced by the new node. */
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[0].node), 0);
-	expect_counts(t, 2, 1);
+	t_expect_counts(t, 2, 1);
 	ck_assert_int_eq(conntab_insert_recycle(t, &c[2].node, &k1, NULL),
 			 -EINVAL);
-	expect_found(t, &k1, &c[0].node, CONNTAB_TIMEWAIT);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_TIMEWAIT);
 	ck_assert_int_eq(conntab_insert_recycle(t, &c[2].node, &k1, &rec), 0);
 	ck_assert_ptr_eq(rec, &c[0].node);
-	expect_found(t, &k1, &c[2].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, 2, 0);
+	t_expect_found(t, &k1, &c[2].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, 2, 0);
 	/* The recycled node is out of the table. */
 	ck_assert_int_eq(conntab_remove(t, &c[0].node), -ENOENT);
 	/* TIME_WAIT as a separate node: that node is what comes back. */
 	ck_assert_int_eq(conntab_timewait(t, &c[1].node, &c[3].node), 0);
 	ck_assert_int_eq(conntab_insert_recycle(t, &c[4].node, &k2, &rec), 0);
 	ck_assert_ptr_eq(rec, &c[3].node);
-	expect_found(t, &k2, &c[4].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k2, &c[4].node, CONNTAB_ESTABLISHED);
 	ck_assert_int_eq(conntab_remove(t, &c[3].node), -ENOENT);
-	expect_counts(t, 2, 0);
+	t_expect_counts(t, 2, 0);
 	/* A recycled node may be inserted again after a grace period. */
 	synchronize_rcu();
 	conntab_node_init(&c[0].node);
 	t_key(&k2, 8);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k2), 0);
-	expect_found(t, &k2, &c[0].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, 3, 0);
+	t_expect_found(t, &k2, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, 3, 0);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -429,7 +387,7 @@ START_TEST(lookup_null)
 	struct conntab_key k[2];
 	struct tconn c[1];
 
-	conns_init(c, 1);
+	t_conns_init(c, 1);
 	t_key(&k[0], 0);
 	t_key(&k[1], 1);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), 0);
@@ -457,7 +415,7 @@ START_TEST(lookup_batch)
 	static struct tconn c[NKEYS];
 	size_t s, i, base, found, want;
 
-	conns_init(c, NKEYS);
+	t_conns_init(c, NKEYS);
 	/* Even keys in the table, odd ones absent. */
 	for (i = 0; i < NKEYS; i += 2) {
 		t_key(&k, (uint32_t)i);
@@ -518,7 +476,7 @@ START_TEST(remove_errors)
 	struct conntab_key k1, k2, k3;
 	struct tconn c[5];
 
-	conns_init(c, 5);
+	t_conns_init(c, 5);
 	t_key(&k1, 1);
 	t_key(&k2, 2);
 	t_key(&k3, 3);
@@ -530,25 +488,25 @@ START_TEST(remove_errors)
 	/* Never inserted; in another table. */
 	ck_assert_int_eq(conntab_remove(t, &c[3].node), -ENOENT);
 	ck_assert_int_eq(conntab_remove(t, &c[2].node), -ENOENT);
-	expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
+	t_expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
 	/* A node whose key the table holds in another node. */
 	ck_assert_int_eq(conntab_insert(u, &c[4].node, &k1), 0);
 	ck_assert_int_eq(conntab_remove(t, &c[4].node), -ENOENT);
-	expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, 2, 0);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, 2, 0);
 	/* Remove, then twice. */
 	ck_assert_int_eq(conntab_remove(t, &c[0].node), 0);
-	ck_assert(lookup(t, &k1) == NULL);
+	ck_assert(t_lookup(t, &k1) == NULL);
 	ck_assert_int_eq(conntab_remove(t, &c[0].node), -ENOENT);
-	expect_found(t, &k2, &c[1].node, CONNTAB_ESTABLISHED);
-	expect_found(u, &k1, &c[4].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, 1, 0);
+	t_expect_found(t, &k2, &c[1].node, CONNTAB_ESTABLISHED);
+	t_expect_found(u, &k1, &c[4].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, 1, 0);
 	/* TIME_WAIT nodes are removed the same way. */
 	ck_assert_int_eq(conntab_timewait(t, &c[1].node, &c[1].node), 0);
-	expect_counts(t, 1, 1);
+	t_expect_counts(t, 1, 1);
 	ck_assert_int_eq(conntab_remove(t, &c[1].node), 0);
-	ck_assert(lookup(t, &k2) == NULL);
-	expect_counts(t, 0, 0);
+	ck_assert(t_lookup(t, &k2) == NULL);
+	t_expect_counts(t, 0, 0);
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
 }
@@ -562,7 +520,7 @@ START_TEST(remove_many)
 	struct conntab_key k;
 	size_t i;
 
-	conns_init(c, N);
+	t_conns_init(c, N);
 	for (i = 0; i < N; i++) {
 		t_key(&k, (uint32_t)i);
 		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
@@ -573,18 +531,18 @@ START_TEST(remove_many)
 	for (i = 0; i < N; i++) {
 		t_key(&k, (uint32_t)i);
 		if (i % 3)
-			expect_found(t, &k, &c[i].node, CONNTAB_ESTABLISHED);
+			t_expect_found(t, &k, &c[i].node, CONNTAB_ESTABLISHED);
 		else
-			ck_assert(lookup(t, &k) == NULL);
+			ck_assert(t_lookup(t, &k) == NULL);
 	}
-	expect_counts(t, N - (N + 2) / 3, 0);
+	t_expect_counts(t, N - (N + 2) / 3, 0);
 	for (i = N; i-- > 0;)
 		if (i % 3)
 			ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
-	expect_counts(t, 0, 0);
+	t_expect_counts(t, 0, 0);
 	for (i = 0; i < N; i++) {
 		t_key(&k, (uint32_t)i);
-		ck_assert(lookup(t, &k) == NULL);
+		ck_assert(t_lookup(t, &k) == NULL);
 	}
 	conntab_destroy(t, NULL);
 }
@@ -598,22 +556,22 @@ START_TEST(timewait_in_place)
 	struct conntab_key k;
 	struct tconn c[2];
 
-	conns_init(c, 2);
+	t_conns_init(c, 2);
 	t_key(&k, 3);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k), 0);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[0].node), 0);
-	expect_found(t, &k, &c[0].node, CONNTAB_TIMEWAIT);
-	expect_counts(t, 1, 1);
+	t_expect_found(t, &k, &c[0].node, CONNTAB_TIMEWAIT);
+	t_expect_counts(t, 1, 1);
 	/* Already TIME_WAIT: in place or to a new node. */
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[0].node), -EINVAL);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[1].node), -EINVAL);
-	expect_found(t, &k, &c[0].node, CONNTAB_TIMEWAIT);
-	expect_counts(t, 1, 1);
+	t_expect_found(t, &k, &c[0].node, CONNTAB_TIMEWAIT);
+	t_expect_counts(t, 1, 1);
 	/* The refused tw node was released. */
 	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k), -EEXIST);
 	t_key(&k, 4);
 	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k), 0);
-	expect_counts(t, 2, 1);
+	t_expect_counts(t, 2, 1);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -624,26 +582,26 @@ START_TEST(timewait_separate)
 	struct conntab_key k, k2;
 	struct tconn c[4];
 
-	conns_init(c, 4);
+	t_conns_init(c, 4);
 	t_key(&k, 1);
 	t_key(&k2, 2);
 	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k), 0);
 	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k2), 0);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[1].node), 0);
-	expect_found(t, &k, &c[1].node, CONNTAB_TIMEWAIT);
+	t_expect_found(t, &k, &c[1].node, CONNTAB_TIMEWAIT);
 	ck_assert(t_key_same(conntab_node_key(&c[1].node), &k));
-	expect_counts(t, 2, 1);
+	t_expect_counts(t, 2, 1);
 	/* est is out of the table. */
 	ck_assert_int_eq(conntab_remove(t, &c[0].node), -ENOENT);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[0].node), -ENOENT);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[3].node), -ENOENT);
 	/* ... and c[3] was released by the refusal. */
 	ck_assert_int_eq(conntab_timewait(t, &c[2].node, &c[3].node), 0);
-	expect_found(t, &k2, &c[3].node, CONNTAB_TIMEWAIT);
-	expect_counts(t, 2, 2);
+	t_expect_found(t, &k2, &c[3].node, CONNTAB_TIMEWAIT);
+	t_expect_counts(t, 2, 2);
 	ck_assert_int_eq(conntab_remove(t, &c[1].node), 0);
-	ck_assert(lookup(t, &k) == NULL);
-	expect_counts(t, 1, 1);
+	ck_assert(t_lookup(t, &k) == NULL);
+	t_expect_counts(t, 1, 1);
 	conntab_destroy(t, NULL);
 }
 END_TEST
@@ -654,7 +612,7 @@ START_TEST(timewait_errors)
 	struct conntab_key k1, k2, k3;
 	struct tconn c[5];
 
-	conns_init(c, 5);
+	t_conns_init(c, 5);
 	t_key(&k1, 1);
 	t_key(&k2, 2);
 	t_key(&k3, 3);
@@ -670,322 +628,77 @@ START_TEST(timewait_errors)
 	ck_assert_int_eq(conntab_timewait(t, &c[3].node, &c[4].node), -ENOENT);
 	ck_assert_int_eq(conntab_timewait(t, &c[2].node, &c[2].node), -ENOENT);
 	ck_assert_int_eq(conntab_timewait(t, &c[2].node, &c[4].node), -ENOENT);
-	expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
+	t_expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
 	/* tw in a table: this one or another. */
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[1].node), -EBUSY);
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[2].node), -EBUSY);
-	expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
-	expect_found(t, &k2, &c[1].node, CONNTAB_ESTABLISHED);
-	expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
-	expect_counts(t, 2, 0);
-	expect_counts(u, 1, 0);
+	t_expect_found(t, &k1, &c[0].node, CONNTAB_ESTABLISHED);
+	t_expect_found(t, &k2, &c[1].node, CONNTAB_ESTABLISHED);
+	t_expect_found(u, &k3, &c[2].node, CONNTAB_ESTABLISHED);
+	t_expect_counts(t, 2, 0);
+	t_expect_counts(u, 1, 0);
 	/* Everything still works after the refusals. */
 	ck_assert_int_eq(conntab_timewait(t, &c[0].node, &c[4].node), 0);
-	expect_found(t, &k1, &c[4].node, CONNTAB_TIMEWAIT);
+	t_expect_found(t, &k1, &c[4].node, CONNTAB_TIMEWAIT);
 	ck_assert_int_eq(conntab_timewait(u, &c[2].node, &c[3].node), 0);
-	expect_found(u, &k3, &c[3].node, CONNTAB_TIMEWAIT);
+	t_expect_found(u, &k3, &c[3].node, CONNTAB_TIMEWAIT);
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
 }
 END_TEST
 
-/* --- walk ----------------------------------------------------------- */
+/* --- writers inside a read-side critical section ------------------- */
 
-struct walk_ctx {
-	struct conntab *t;
-	unsigned int seen[512];
-	size_t calls;
-	size_t stop_after;	/* return stop_ret at this call (0 = never) */
-	int stop_ret;
-	int action;		/* 0 none, 1 remove, 2 timewait in place,
-				   3 timewait to a new node */
-	struct tconn *spare;	/* for action 3 */
-	size_t nspare;
-	int expect_state;	/* -1 any */
-};
-
-static int walk_fn(struct conntab_node *n, void *arg)
+/*
+ * Writers never wait for a grace period, so they may run inside a read-side
+ * critical section: a backend that waited there (synchronize_rcu to free a
+ * resized array, say) would deadlock, and the watchdog would end the test.
+ * Enough inserts and removes to make a growing backend resize both ways.
+ */
+START_TEST(writers_in_read_section)
 {
-	struct walk_ctx *w = arg;
-	struct tconn *c = t_conn_of(n);
-
-	ck_assert_uint_eq(c->magic, T_MAGIC_LIVE);
-	if (w->expect_state >= 0)
-		ck_assert_int_eq(conntab_node_state(n), w->expect_state);
-	/* A replacement linked by action 3 may or may not be visited. */
-	if (w->action == 3 && conntab_node_state(n) == CONNTAB_TIMEWAIT)
-		return 0;
-	ck_assert_uint_lt(c->id, 512);
-	w->seen[c->id]++;
-	w->calls++;
-	switch (w->action) {
-	case 1:
-		ck_assert_int_eq(conntab_remove(w->t, n), 0);
-		break;
-	case 2:
-		ck_assert_int_eq(conntab_timewait(w->t, n, n), 0);
-		break;
-	case 3:
-		ck_assert_uint_lt(w->nspare, 512);
-		w->spare[w->nspare].id = c->id;
-		ck_assert_int_eq(conntab_timewait(w->t, n,
-						  &w->spare[w->nspare].node),
-				 0);
-		w->nspare++;
-		break;
-	}
-	return w->stop_after && w->calls == w->stop_after ? w->stop_ret : 0;
-}
-
-static int walk(struct walk_ctx *w, int state)
-{
-	int ret;
-
-	memset(w->seen, 0, sizeof(w->seen));
-	w->calls = 0;
-	rcu_read_lock();
-	if (state < 0)
-		ret = conntab_walk(w->t, walk_fn, w);
-	else
-		ret = conntab_walk_state(w->t, state, walk_fn, w);
-	rcu_read_unlock();
-	return ret;
-}
-
-START_TEST(walk_visits)
-{
-	enum { N = 300 };
-	struct walk_ctx w = { .t = t_table(B, 0, 0), .expect_state = -1 };
-	static struct tconn c[N], spare[N];
-	struct conntab_key k;
-	size_t i;
-
-	conns_init(c, N);
-	ck_assert_int_eq(walk(&w, -1), 0);
-	ck_assert_uint_eq(w.calls, 0);
-	for (i = 0; i < N; i++) {
-		t_key(&k, (uint32_t)i);
-		ck_assert_int_eq(conntab_insert(w.t, &c[i].node, &k), 0);
-	}
-	ck_assert_int_eq(walk(&w, -1), 0);
-	ck_assert_uint_eq(w.calls, N);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], 1);
-
-	/* Stop on a nonzero return, with that value. */
-	w.stop_after = 17;
-	w.stop_ret = -42;
-	ck_assert_int_eq(walk(&w, -1), -42);
-	ck_assert_uint_eq(w.calls, 17);
-	w.stop_after = 1;
-	w.stop_ret = 5;
-	ck_assert_int_eq(walk(&w, -1), 5);
-	ck_assert_uint_eq(w.calls, 1);
-	w.stop_after = 0;
-
-	/* fn flips every third node to TIME_WAIT in place. */
-	for (i = 0; i < N; i += 3)
-		ck_assert_int_eq(conntab_timewait(w.t, &c[i].node,
-						  &c[i].node), 0);
-	/* walk_state filters. */
-	w.expect_state = CONNTAB_TIMEWAIT;
-	ck_assert_int_eq(walk(&w, CONNTAB_TIMEWAIT), 0);
-	ck_assert_uint_eq(w.calls, (N + 2) / 3);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], i % 3 == 0);
-	w.expect_state = CONNTAB_ESTABLISHED;
-	ck_assert_int_eq(walk(&w, CONNTAB_ESTABLISHED), 0);
-	ck_assert_uint_eq(w.calls, N - (N + 2) / 3);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], i % 3 != 0);
-	w.stop_after = 2;
-	w.stop_ret = 9;
-	ck_assert_int_eq(walk(&w, CONNTAB_ESTABLISHED), 9);
-	ck_assert_uint_eq(w.calls, 2);
-	w.stop_after = 0;
-
-	/* fn moves the established nodes to TIME_WAIT nodes of their own. */
-	conns_init(spare, N);
-	w.spare = spare;
-	w.action = 3;
-	w.expect_state = -1;
-	ck_assert_int_eq(walk(&w, -1), 0);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], i % 3 != 0);
-	ck_assert_uint_eq(w.nspare, N - (N + 2) / 3);
-	expect_counts(w.t, N, N);
-	for (i = 0; i < w.nspare; i++) {
-		t_key(&k, spare[i].id);
-		expect_found(w.t, &k, &spare[i].node, CONNTAB_TIMEWAIT);
-	}
-
-	/* An expiry sweep: fn removes what it is given. */
-	w.action = 1;
-	w.expect_state = CONNTAB_TIMEWAIT;
-	ck_assert_int_eq(walk(&w, CONNTAB_TIMEWAIT), 0);
-	ck_assert_uint_eq(w.calls, N);
-	expect_counts(w.t, 0, 0);
-	w.action = 0;
-	ck_assert_int_eq(walk(&w, -1), 0);
-	ck_assert_uint_eq(w.calls, 0);
-	conntab_destroy(w.t, NULL);
-}
-END_TEST
-
-START_TEST(walk_timewait_in_place)
-{
-	enum { N = 200 };
-	struct walk_ctx w = { .t = t_table(B, 0, 0), .expect_state = -1 };
-	static struct tconn c[N];
-	struct conntab_key k;
-	size_t i;
-
-	conns_init(c, N);
-	for (i = 0; i < N; i++) {
-		t_key(&k, (uint32_t)i);
-		ck_assert_int_eq(conntab_insert(w.t, &c[i].node, &k), 0);
-	}
-	w.action = 2;
-	w.expect_state = CONNTAB_ESTABLISHED;
-	ck_assert_int_eq(walk(&w, CONNTAB_ESTABLISHED), 0);
-	ck_assert_uint_eq(w.calls, N);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], 1);
-	expect_counts(w.t, N, N);
-	/* Remove all in a walk over everything. */
-	w.action = 1;
-	w.expect_state = -1;
-	ck_assert_int_eq(walk(&w, -1), 0);
-	ck_assert_uint_eq(w.calls, N);
-	for (i = 0; i < N; i++)
-		ck_assert_uint_eq(w.seen[i], 1);
-	expect_counts(w.t, 0, 0);
-	conntab_destroy(w.t, NULL);
-}
-END_TEST
-
-START_TEST(walk_inval)
-{
-	struct walk_ctx w = { .t = t_table(B, 0, 0), .expect_state = -1 };
-
-	rcu_read_lock();
-	ck_assert_int_eq(conntab_walk(NULL, walk_fn, &w), -EINVAL);
-	ck_assert_int_eq(conntab_walk(w.t, NULL, &w), -EINVAL);
-	ck_assert_int_eq(conntab_walk_state(NULL, CONNTAB_TIMEWAIT, walk_fn,
-					    &w), -EINVAL);
-	ck_assert_int_eq(conntab_walk_state(w.t, CONNTAB_TIMEWAIT, NULL, &w),
-			 -EINVAL);
-	ck_assert_int_eq(conntab_walk_state(w.t, 2, walk_fn, &w), -EINVAL);
-	ck_assert_int_eq(conntab_walk_state(w.t, -1, walk_fn, &w), -EINVAL);
-	rcu_read_unlock();
-	ck_assert_uint_eq(w.calls, 0);
-	conntab_destroy(w.t, NULL);
-}
-END_TEST
-
-/* --- stats ---------------------------------------------------------- */
-
-START_TEST(stats)
-{
-	enum { N = 500 };
+	enum { N = 5000 };
 	struct conntab *t = t_table(B, 0, 0);
-	static struct tconn c[N];
-	struct conntab_stats st;
-	struct conntab_key k;
-	size_t i;
-
-	conns_init(c, N);
-	conntab_stats(t, &st);
-	ck_assert_uint_eq(st.entries, 0);
-	ck_assert_uint_eq(st.timewait, 0);
-	ck_assert_uint_ge(st.buckets, t_min_buckets(B, 0));
-	ck_assert_uint_gt(st.memory, 0);
-	for (i = 0; i < N; i++) {
-		t_key(&k, (uint32_t)i);
-		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
-		if (i % 4 == 1)
-			ck_assert_int_eq(conntab_timewait(t, &c[i].node,
-							  &c[i].node), 0);
-	}
-	conntab_stats(t, &st);
-	ck_assert_uint_eq(st.entries, N);
-	ck_assert_uint_eq(st.timewait, N / 4);
-	ck_assert_uint_ge(st.buckets, t_min_buckets(B, N));
-	ck_assert_uint_gt(st.memory, 0);
-	ck_assert_uint_ge(st.max_depth, 1);
-	ck_assert_uint_le(st.max_depth, N);
-	/* NULL st is ignored; NULL t zeroes. */
-	conntab_stats(t, NULL);
-	memset(&st, 0xff, sizeof(st));
-	conntab_stats(NULL, &st);
-	ck_assert_uint_eq(st.entries, 0);
-	ck_assert_uint_eq(st.timewait, 0);
-	ck_assert_uint_eq(st.buckets, 0);
-	ck_assert_uint_eq(st.memory, 0);
-	ck_assert_uint_eq(st.max_depth, 0);
-	ck_assert_uint_eq(st.resizes, 0);
-	conntab_destroy(t, NULL);
-}
-END_TEST
-
-/* --- destroy -------------------------------------------------------- */
-
-static unsigned int released[64];
-
-static void release_fn(struct conntab_node *n)
-{
-	struct tconn *c = t_conn_of(n);
-
-	ck_assert_uint_eq(c->magic, T_MAGIC_LIVE);
-	ck_assert_uint_lt(c->id, 64);
-	released[c->id]++;
-}
-
-START_TEST(destroy)
-{
-	struct conntab *t = t_table(B, 0, 0);
+	struct tconn **c = calloc(N, sizeof(*c)), *tw;
 	struct conntab_node *rec;
 	struct conntab_key k;
-	struct tconn c[64];
 	size_t i;
 
-	conntab_destroy(NULL, release_fn);
-	conntab_destroy(NULL, NULL);
-	conns_init(c, 64);
-	memset(released, 0, sizeof(released));
-	for (i = 0; i < 48; i++) {
+	ck_assert_ptr_nonnull(c);
+	rcu_read_lock();
+	for (i = 0; i < N; i++) {
+		c[i] = t_conn_new((uint32_t)i);
 		t_key(&k, (uint32_t)i);
-		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+		ck_assert_int_eq(conntab_insert(t, &c[i]->node, &k), 0);
 	}
-	/* 0..7 removed, 8..15 TIME_WAIT in place, 16..23 replaced by
-	 * 48..55, 24..31 recycled into 56..63 after TIME_WAIT. */
-	for (i = 0; i < 8; i++) {
-		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
-		ck_assert_int_eq(conntab_timewait(t, &c[8 + i].node,
-						  &c[8 + i].node), 0);
-		ck_assert_int_eq(conntab_timewait(t, &c[16 + i].node,
-						  &c[48 + i].node), 0);
-		ck_assert_int_eq(conntab_timewait(t, &c[24 + i].node,
-						  &c[24 + i].node), 0);
-		t_key(&k, (uint32_t)(24 + i));
-		ck_assert_int_eq(conntab_insert_recycle(t, &c[56 + i].node, &k,
-							&rec), 0);
-		ck_assert_ptr_eq(rec, &c[24 + i].node);
-	}
-	conntab_destroy(t, release_fn);
-	for (i = 0; i < 64; i++)
-		ck_assert_msg(released[i] == ((i >= 8 && i < 16) ||
-					      (i >= 32)),
-			      "%s: node %zu released %u times", BN, i,
-			      released[i]);
-	/* Without a release function. */
-	t = t_table(B, 0, 0);
-	conns_init(c, 4);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < N; i += 4) {
+		/* In place, then a new node recycling it, then a new tw. */
+		ck_assert_int_eq(conntab_timewait(t, &c[i]->node, &c[i]->node),
+				 0);
+		tw = t_conn_new((uint32_t)i);
 		t_key(&k, (uint32_t)i);
-		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+		ck_assert_int_eq(conntab_insert_recycle(t, &tw->node, &k, &rec),
+				 0);
+		ck_assert_ptr_eq(rec, &c[i]->node);
+		t_conn_free_rcu(c[i]);
+		c[i] = t_conn_new((uint32_t)i);
+		ck_assert_int_eq(conntab_timewait(t, &tw->node, &c[i]->node),
+				 0);
+		t_conn_free_rcu(tw);
 	}
+	for (i = 0; i < N; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_ptr_eq(conntab_lookup(t, &k), &c[i]->node);
+	}
+	for (i = 0; i < N; i++) {
+		ck_assert_int_eq(conntab_remove(t, &c[i]->node), 0);
+		t_conn_free_rcu(c[i]);
+	}
+	rcu_read_unlock();
+	t_expect_counts(t, 0, 0);
 	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
 }
 END_TEST
 
@@ -998,8 +711,7 @@ int main(void)
 		lookup_null, lookup_batch,
 		remove_errors, remove_many,
 		timewait_in_place, timewait_separate, timewait_errors,
-		walk_visits, walk_timewait_in_place, walk_inval,
-		stats, destroy,
+		writers_in_read_section,
 	};
 	Suite *s = suite_create("contract");
 	TCase *tc = tcase_create("common");
