@@ -13,6 +13,7 @@ T_PROGS = \
 	tests/test-model \
 	tests/test-alloc \
 	tests/test-concurrency \
+	tests/test-race \
 	tests/test-flavor-qsbr \
 	tests/test-flavor-bp
 check_PROGRAMS += $(T_PROGS)
@@ -48,9 +49,15 @@ tests_test_alloc_SOURCES = tests/test-alloc.c tests/failalloc.c \
 tests_test_alloc_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_alloc_LDADD = $(T_MEMB_LDADD) -ldl
 
-tests_test_concurrency_SOURCES = tests/test-concurrency.c $(T_HELPERS)
+T_THREADS = tests/threads.c tests/threads.h $(T_HELPERS)
+
+tests_test_concurrency_SOURCES = tests/test-concurrency.c $(T_THREADS)
 tests_test_concurrency_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_concurrency_LDADD = $(T_MEMB_LDADD)
+
+tests_test_race_SOURCES = tests/test-race.c $(T_THREADS)
+tests_test_race_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_race_LDADD = $(T_MEMB_LDADD)
 
 # The same library under the other flavors: one source, built per flavor,
 # linking that flavor's library only.

@@ -21,14 +21,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "helpers.h"
+#include "threads.h"
 
 #define B		((enum conntab_backend)_i)
 #define BN		conntab_backend_name(B)
@@ -46,58 +45,6 @@
 
 static struct conntab *table;
 static int stop;
-static unsigned long errors;
-static char first_error[256];
-
-static void report(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-static void report(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (__atomic_fetch_add(&errors, 1, __ATOMIC_SEQ_CST) == 0) {
-		va_start(ap, fmt);
-		vsnprintf(first_error, sizeof(first_error), fmt, ap);
-		va_end(ap);
-	}
-}
-
-/* --- quarantine: poisoned nodes wait here before free() ------------- */
-
-#define QUARANTINE	8192
-static struct tconn *quarantine[QUARANTINE];
-static size_t q_head;
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void poison_cb(struct rcu_head *rh)
-{
-	struct tconn *c = caa_container_of(rh, struct tconn, rh), *old;
-
-	c->magic = T_MAGIC_DEAD;
-	memset(&c->node.ct_key, 0xa5, sizeof(c->node.ct_key));
-	pthread_mutex_lock(&q_lock);
-	old = quarantine[q_head];
-	quarantine[q_head] = c;
-	q_head = (q_head + 1) % QUARANTINE;
-	pthread_mutex_unlock(&q_lock);
-	free(old);
-}
-
-static void retire(struct tconn *c)
-{
-	call_rcu(&c->rh, poison_cb);
-}
-
-static void quarantine_flush(void)
-{
-	size_t i;
-
-	for (i = 0; i < QUARANTINE; i++) {
-		free(quarantine[i]);
-		quarantine[i] = NULL;
-	}
-}
-
 /* --- readers -------------------------------------------------------- */
 
 struct reader {
@@ -105,39 +52,6 @@ struct reader {
 	uint64_t rng;
 	unsigned long lookups, stable_lookups, churn_hits;
 };
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dull;
-}
-
-/* A node found for @k: the right key, alive, a valid state. */
-static int check_node(const struct conntab_node *n,
-		      const struct conntab_key *k, uint32_t id,
-		      const char *who)
-{
-	const struct tconn *c = conntab_entry(n, struct tconn, node);
-	enum conntab_state st = conntab_node_state(n);
-
-	if (__atomic_load_n(&c->magic, __ATOMIC_RELAXED) != T_MAGIC_LIVE) {
-		report("%s: key %u: node %p freed (magic %#x)", who, id,
-		       (void *)n, c->magic);
-		return -1;
-	}
-	if (!t_key_same(conntab_node_key(n), k)) {
-		report("%s: key %u: node %p has another key", who, id,
-		       (void *)n);
-		return -1;
-	}
-	if (st != CONNTAB_ESTABLISHED && st != CONNTAB_TIMEWAIT) {
-		report("%s: key %u: state %d", who, id, st);
-		return -1;
-	}
-	return 0;
-}
 
 static void *reader_main(void *arg)
 {
@@ -152,10 +66,10 @@ static void *reader_main(void *arg)
 	rcu_register_thread();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		rcu_read_lock();
-		if (rnd(&r->rng) % 8 == 0) {
+		if (th_rnd(&r->rng) % 8 == 0) {
 			/* A batch mixing stable and churn keys. */
 			for (i = 0; i < BATCH; i++) {
-				ids[i] = (uint32_t)(rnd(&r->rng) % NKEYS);
+				ids[i] = (uint32_t)(th_rnd(&r->rng) % NKEYS);
 				t_key(&keys[i], ids[i]);
 			}
 			found = conntab_lookup_batch(table, keys, out, BATCH);
@@ -163,34 +77,34 @@ static void *reader_main(void *arg)
 				r->lookups++;
 				if (!out[i]) {
 					if (!IS_CHURN(ids[i]))
-						report("batch: stable key %u "
+						th_report("batch: stable key %u "
 						       "missed", ids[i]);
 					continue;
 				}
 				found--;
-				check_node(out[i], &keys[i], ids[i], "batch");
+				th_check_node(out[i], &keys[i], ids[i], "batch");
 				r->stable_lookups += !IS_CHURN(ids[i]);
 			}
 			if (found)
-				report("batch: count off by %zu", found);
+				th_report("batch: count off by %zu", found);
 		} else {
 			/* A stable key, then a churn neighbour. */
-			id = (uint32_t)(rnd(&r->rng) % (NKEYS / 2)) * 2;
+			id = (uint32_t)(th_rnd(&r->rng) % (NKEYS / 2)) * 2;
 			t_key(&k, id);
 			n = conntab_lookup(table, &k);
 			r->lookups++;
 			r->stable_lookups++;
 			if (!n)
-				report("lookup: stable key %u (%s) missed", id,
+				th_report("lookup: stable key %u (%s) missed", id,
 				       IS_FIXED(id) ? "fixed" : "flipping");
 			else
-				check_node(n, &k, id, "lookup");
+				th_check_node(n, &k, id, "lookup");
 			t_key(&k, id + 1);
 			n = conntab_lookup(table, &k);
 			r->lookups++;
 			if (n) {
 				r->churn_hits++;
-				check_node(n, &k, id + 1, "lookup");
+				th_check_node(n, &k, id + 1, "lookup");
 			}
 		}
 		rcu_read_unlock();
@@ -215,11 +129,11 @@ static int walk_fn(struct conntab_node *n, void *arg)
 	uint32_t id = __atomic_load_n(&c->id, __ATOMIC_RELAXED);
 
 	if (id >= NKEYS) {
-		report("walk: node %p id %u (freed?)", (void *)n, id);
+		th_report("walk: node %p id %u (freed?)", (void *)n, id);
 		return 0;
 	}
 	t_key(&k, id);
-	check_node(n, &k, id, "walk");
+	th_check_node(n, &k, id, "walk");
 	w->seen[id]++;
 	return 0;
 }
@@ -242,10 +156,10 @@ static void *walker_main(void *arg)
 			ret = conntab_walk_state(table, state, walk_fn, w);
 		rcu_read_unlock();
 		if (ret)
-			report("walk returned %d", ret);
+			th_report("walk returned %d", ret);
 		for (id = 0; id < NKEYS; id += 4)
 			if (w->seen[id] != 1)
-				report("walk %lu (state %d): fixed key %u "
+				th_report("walk %lu (state %d): fixed key %u "
 				       "visited %u times", w->walks, state, id,
 				       w->seen[id]);
 		w->walks++;
@@ -270,7 +184,7 @@ static enum conntab_state hstate[NKEYS];
 static void expect(int got, int want, const char *op, uint32_t id)
 {
 	if (got != want)
-		report("writer: %s key %u: %d, want %d", op, id, got, want);
+		th_report("writer: %s key %u: %d, want %d", op, id, got, want);
 }
 
 static void flip(struct writer *w, uint32_t id)
@@ -278,7 +192,7 @@ static void flip(struct writer *w, uint32_t id)
 	struct tconn *c = holder[id], *n;
 	struct conntab_node *rec = NULL;
 	struct conntab_key k;
-	uint64_t r = rnd(&w->rng);
+	uint64_t r = th_rnd(&w->rng);
 
 	t_key(&k, id);
 	if (hstate[id] == CONNTAB_ESTABLISHED) {
@@ -290,7 +204,7 @@ static void flip(struct writer *w, uint32_t id)
 			expect(conntab_timewait(table, &c->node, &n->node), 0,
 			       "timewait", id);
 			holder[id] = n;
-			retire(c);
+			th_retire(c);
 		}
 		hstate[id] = CONNTAB_TIMEWAIT;
 	} else {
@@ -300,11 +214,11 @@ static void flip(struct writer *w, uint32_t id)
 		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
 		       "recycle", id);
 		if (rec != &c->node)
-			report("recycle key %u returned %p, want %p", id,
+			th_report("recycle key %u returned %p, want %p", id,
 			       (void *)rec, (void *)&c->node);
 		holder[id] = n;
 		hstate[id] = CONNTAB_ESTABLISHED;
-		retire(c);
+		th_retire(c);
 	}
 }
 
@@ -313,7 +227,7 @@ static void churn(struct writer *w, uint32_t id)
 	struct tconn *c = holder[id], *n;
 	struct conntab_node *rec = NULL;
 	struct conntab_key k;
-	uint64_t r = rnd(&w->rng) % 6;
+	uint64_t r = th_rnd(&w->rng) % 6;
 
 	t_key(&k, id);
 	if (!c) {
@@ -327,7 +241,7 @@ static void churn(struct writer *w, uint32_t id)
 						      &rec), 0,
 			       "recycle absent", id);
 			if (rec)
-				report("recycle of absent key %u returned %p",
+				th_report("recycle of absent key %u returned %p",
 				       id, (void *)rec);
 		}
 		holder[id] = n;
@@ -337,7 +251,7 @@ static void churn(struct writer *w, uint32_t id)
 		expect(conntab_remove(table, &c->node), -ENOENT,
 		       "second remove", id);
 		holder[id] = NULL;
-		retire(c);
+		th_retire(c);
 	} else if (hstate[id] == CONNTAB_ESTABLISHED) {
 		if (r < 4) {
 			expect(conntab_timewait(table, &c->node, &c->node), 0,
@@ -347,7 +261,7 @@ static void churn(struct writer *w, uint32_t id)
 			expect(conntab_timewait(table, &c->node, &n->node), 0,
 			       "timewait", id);
 			holder[id] = n;
-			retire(c);
+			th_retire(c);
 		}
 		hstate[id] = CONNTAB_TIMEWAIT;
 	} else {
@@ -357,11 +271,11 @@ static void churn(struct writer *w, uint32_t id)
 		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
 		       "recycle", id);
 		if (rec != &c->node)
-			report("recycle key %u returned %p, want %p", id,
+			th_report("recycle key %u returned %p, want %p", id,
 			       (void *)rec, (void *)&c->node);
 		holder[id] = n;
 		hstate[id] = CONNTAB_ESTABLISHED;
-		retire(c);
+		th_retire(c);
 	}
 }
 
@@ -375,11 +289,11 @@ static void self_check(struct writer *w, uint32_t id)
 	rcu_read_lock();
 	n = conntab_lookup(table, &k);
 	if (n != (holder[id] ? &holder[id]->node : NULL))
-		report("writer: lookup of own key %u: %p, want %p", id,
+		th_report("writer: lookup of own key %u: %p, want %p", id,
 		       (void *)n,
 		       holder[id] ? (void *)&holder[id]->node : NULL);
 	else if (n && conntab_node_state(n) != hstate[id])
-		report("writer: own key %u in state %d, want %d", id,
+		th_report("writer: own key %u in state %d, want %d", id,
 		       conntab_node_state(n), hstate[id]);
 	rcu_read_unlock();
 	w->self_checks++;
@@ -392,7 +306,7 @@ static void *writer_main(void *arg)
 
 	rcu_register_thread();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		id = (uint32_t)(rnd(&w->rng) % NKEYS);
+		id = (uint32_t)(th_rnd(&w->rng) % NKEYS);
 		if (IS_FIXED(id) || OWNER(id) != w->idx)
 			continue;
 		if (IS_FLIP(id))
@@ -413,7 +327,7 @@ static void release_fn(struct conntab_node *n)
 	struct tconn *c = conntab_entry(n, struct tconn, node);
 
 	if (c->id >= NKEYS || holder[c->id] != c)
-		report("destroy released a node the writers do not hold");
+		th_report("destroy released a node the writers do not hold");
 	else
 		holder[c->id] = NULL;
 	t_conn_free_now(c);
@@ -433,7 +347,7 @@ START_TEST(readers_writers)
 
 	table = t_table(B, 0, 0);	/* small: long chains */
 	stop = 0;
-	errors = 0;
+	th_reset();
 	memset(holder, 0, sizeof(holder));
 	for (id = 0; id < NKEYS; id += 2) {
 		holder[id] = t_conn_new(id);
@@ -474,10 +388,10 @@ START_TEST(readers_writers)
 	printf("%s: %lu reader lookups checked (%lu of always-present keys, "
 	       "%lu churn hits), %lu writer ops, %lu writer self-checks, "
 	       "%lu full walks, %lu errors\n", BN, lookups, stable, hits, ops,
-	       self, wk.walks, errors);
+	       self, wk.walks, th_errors());
 	fflush(stdout);
-	ck_assert_msg(errors == 0, "%s: %lu errors, first: %s", BN, errors,
-		      first_error);
+	ck_assert_msg(th_errors() == 0, "%s: %lu errors, first: %s", BN,
+		      th_errors(), th_first_error());
 	/* Something happened on every side. */
 	ck_assert_uint_gt(stable, 0);
 	ck_assert_uint_gt(ops, 0);
@@ -501,10 +415,10 @@ START_TEST(readers_writers)
 	/* Retired nodes first, then the table and what it holds. */
 	rcu_barrier();
 	conntab_destroy(table, release_fn);
-	ck_assert_msg(errors == 0, "%s: %s", BN, first_error);
+	ck_assert_msg(th_errors() == 0, "%s: %s", BN, th_first_error());
 	for (id = 0; id < NKEYS; id++)
 		ck_assert_ptr_null(holder[id]);
-	quarantine_flush();
+	th_quarantine_flush();
 }
 END_TEST
 
