@@ -51,6 +51,7 @@ struct reader {
 	pthread_t tid;
 	uint64_t rng;
 	unsigned long lookups, stable_lookups, churn_hits;
+	unsigned long progress;		/* loops done */
 };
 
 static void *reader_main(void *arg)
@@ -108,6 +109,7 @@ static void *reader_main(void *arg)
 			}
 		}
 		rcu_read_unlock();
+		th_tick(&r->progress);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -162,7 +164,7 @@ static void *walker_main(void *arg)
 				th_report("walk %lu (state %d): fixed key %u "
 				       "visited %u times", w->walks, state, id,
 				       w->seen[id]);
-		w->walks++;
+		th_tick(&w->walks);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -314,7 +316,7 @@ static void *writer_main(void *arg)
 		else
 			churn(w, id);
 		self_check(w, id);
-		w->ops++;
+		th_tick(&w->ops);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -338,7 +340,7 @@ START_TEST(readers_writers)
 	static struct reader rd[NREADERS];
 	static struct writer wr[NWRITERS];
 	static struct walker wk;
-	struct timespec ts = { RUN_MS / 1000, (RUN_MS % 1000) * 1000000L };
+	unsigned long *progress[NREADERS + NWRITERS + 1];
 	struct conntab_stats st;
 	unsigned long lookups = 0, stable = 0, hits = 0, ops = 0, self = 0;
 	struct conntab_key k;
@@ -371,7 +373,12 @@ START_TEST(readers_writers)
 						&wr[i]), 0);
 	}
 	ck_assert_int_eq(pthread_create(&wk.tid, NULL, walker_main, &wk), 0);
-	nanosleep(&ts, NULL);
+	for (i = 0; i < NREADERS; i++)
+		progress[i] = &rd[i].progress;
+	for (i = 0; i < NWRITERS; i++)
+		progress[NREADERS + i] = &wr[i].ops;
+	progress[NREADERS + NWRITERS] = &wk.walks;
+	th_run_for(RUN_MS, progress, NREADERS + NWRITERS + 1, 1);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < NREADERS; i++) {
 		pthread_join(rd[i].tid, NULL);

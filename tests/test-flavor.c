@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,8 @@ static void *reader_main(void *arg)
 			reader_errors++;	/* a stable key missed */
 		}
 		rcu_read_unlock();
-		reader_lookups++;
+		__atomic_store_n(&reader_lookups, reader_lookups + 1,
+				 __ATOMIC_RELAXED);
 		t_quiescent();
 	}
 	rcu_unregister_thread();
@@ -197,6 +199,11 @@ START_TEST(readers_and_call_rcu)
 				 hold[id] ? &hold[id]->node : NULL);
 		rcu_read_unlock();
 		t_quiescent();
+	}
+	/* However loaded the machine, the reader ran alongside. */
+	while (!__atomic_load_n(&reader_lookups, __ATOMIC_RELAXED)) {
+		t_quiescent();
+		sched_yield();
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(tid, NULL);

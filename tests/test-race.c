@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "threads.h"
 
@@ -72,7 +71,7 @@ static void *writer_main(void *arg)
 				th_report("key %u: %ld nodes in the table", i,
 					  n);
 			w->mine[i] = c;
-			w->inserts++;
+			th_tick(&w->inserts);
 		} else if ((r >> 32) % 3 == 0 &&
 			   conntab_node_state(&c->node) ==
 			   CONNTAB_ESTABLISHED) {
@@ -116,7 +115,8 @@ static void *reader_main(void *arg)
 			if (out[i])
 				th_check_node(out[i], &keys[i], i, "batch");
 		rcu_read_unlock();
-		rd->lookups += NK;
+		__atomic_store_n(&rd->lookups, rd->lookups + NK,
+				 __ATOMIC_RELAXED);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -137,7 +137,7 @@ START_TEST(racing_writers)
 {
 	static struct writer wr[NWRITERS];
 	static struct reader rd;
-	struct timespec ts = { RUN_MS / 1000, (RUN_MS % 1000) * 1000000L };
+	unsigned long *progress[NWRITERS + 1];
 	unsigned long ins = 0, eex = 0, rem = 0, tws = 0;
 	struct conntab_stats st;
 	struct conntab_node *n;
@@ -157,7 +157,11 @@ START_TEST(racing_writers)
 						&wr[i]), 0);
 	}
 	ck_assert_int_eq(pthread_create(&rd.tid, NULL, reader_main, &rd), 0);
-	nanosleep(&ts, NULL);
+	for (i = 0; i < NWRITERS; i++)
+		progress[i] = &wr[i].inserts;
+	progress[NWRITERS] = &rd.lookups;
+	/* Enough inserts by each writer that they surely met. */
+	th_run_for(RUN_MS, progress, NWRITERS + 1, 1000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < NWRITERS; i++) {
 		pthread_join(wr[i].tid, NULL);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "threads.h"
 
@@ -97,4 +98,17 @@ int th_check_node(const struct conntab_node *n, const struct conntab_key *k,
 		return -1;
 	}
 	return 0;
+}
+
+void th_run_for(unsigned int ms, unsigned long *const *ctrs, size_t n,
+		unsigned long min)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec tick = { 0, 10 * 1000000L };
+	size_t i;
+
+	nanosleep(&ts, NULL);
+	for (i = 0; i < n; i++)
+		while (__atomic_load_n(ctrs[i], __ATOMIC_RELAXED) < min)
+			nanosleep(&tick, NULL);
 }

@@ -36,6 +36,20 @@ void th_quarantine_flush(void);
 int th_check_node(const struct conntab_node *n, const struct conntab_key *k,
 		  uint32_t id, const char *who);
 
+/* One more step of a thread's progress counter (read by the main thread). */
+static inline void th_tick(unsigned long *c)
+{
+	__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Sleep @ms milliseconds, then on until each of the @n counters reached
+ * @min: the run is bounded in time, yet every thread has done its part
+ * however loaded the machine is (no outcome depends on timing).
+ */
+void th_run_for(unsigned int ms, unsigned long *const *ctrs, size_t n,
+		unsigned long min);
+
 /* xorshift64*: a per-thread random stream (seed nonzero). */
 static inline uint64_t th_rnd(uint64_t *s)
 {
