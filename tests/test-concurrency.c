@@ -13,6 +13,9 @@
  *    small table, adjacent key bits), come and go through every writer
  *    operation.
  *
+ * A second test fills and empties the table over and over (a growing
+ * backend resizes both ways) under readers and a walker of the fixed keys.
+ *
  * Freed nodes are poisoned (magic DEAD, key scribbled) in their call_rcu
  * callback and kept in a quarantine for a while before free(), so a reader
  * that holds a node past its grace period sees the poison. Threads report
@@ -36,7 +39,9 @@
 #define NREADERS	2
 #define NWRITERS	2
 #define RUN_MS		1500
+#define GROW_MS		1000
 #define BATCH		16
+#define NGROW		6000	/* ids NKEYS.. of the grow/shrink test */
 
 #define IS_FIXED(id)	((id) % 4 == 0)
 #define IS_FLIP(id)	((id) % 4 == 2)
@@ -130,13 +135,14 @@ static int walk_fn(struct conntab_node *n, void *arg)
 	struct conntab_key k;
 	uint32_t id = __atomic_load_n(&c->id, __ATOMIC_RELAXED);
 
-	if (id >= NKEYS) {
+	if (id >= NKEYS + NGROW) {
 		th_report("walk: node %p id %u (freed?)", (void *)n, id);
 		return 0;
 	}
 	t_key(&k, id);
 	th_check_node(n, &k, id, "walk");
-	w->seen[id]++;
+	if (id < NKEYS)
+		w->seen[id]++;
 	return 0;
 }
 
@@ -429,14 +435,118 @@ START_TEST(readers_writers)
 }
 END_TEST
 
+/* --- grow and shrink under readers --------------------------------- */
+
+struct grower {
+	pthread_t tid;
+	unsigned long cycles;
+	struct tconn *c[NGROW];
+};
+
+/*
+ * Fill the table with NGROW more keys, empty it again, and again: a
+ * growing backend resizes up and down all the time, under the readers
+ * and the walker, which must still find every fixed key (once per walk).
+ */
+static void *grower_main(void *arg)
+{
+	struct grower *g = arg;
+	struct conntab_key k;
+	uint32_t i;
+	int err;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		for (i = 0; i < NGROW; i++) {
+			g->c[i] = t_conn_new(NKEYS + i);
+			t_key(&k, NKEYS + i);
+			err = conntab_insert(table, &g->c[i]->node, &k);
+			if (err)
+				th_report("grow: insert %u: %d", i, err);
+		}
+		for (i = 0; i < NGROW; i++) {
+			err = conntab_remove(table, &g->c[i]->node);
+			if (err)
+				th_report("shrink: remove %u: %d", i, err);
+			th_retire(g->c[i]);
+		}
+		th_tick(&g->cycles);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(grow_shrink)
+{
+	static struct reader rd[NREADERS];
+	static struct grower gr;
+	static struct walker wk;
+	unsigned long *progress[NREADERS + 2];
+	unsigned long lookups = 0, stable = 0;
+	struct conntab_stats st;
+	struct conntab_key k;
+	size_t i;
+	uint32_t id;
+
+	table = t_table(B, 0, 0);
+	stop = 0;
+	th_reset();
+	memset(holder, 0, sizeof(holder));
+	for (id = 0; id < NKEYS; id += 2) {
+		holder[id] = t_conn_new(id);
+		t_key(&k, id);
+		ck_assert_int_eq(conntab_insert(table, &holder[id]->node, &k),
+				 0);
+	}
+	memset(rd, 0, sizeof(rd));
+	memset(&gr, 0, sizeof(gr));
+	memset(&wk, 0, sizeof(wk));
+	for (i = 0; i < NREADERS; i++) {
+		rd[i].rng = 0xabcdefull * (i + 1) + (uint64_t)time(NULL);
+		ck_assert_int_eq(pthread_create(&rd[i].tid, NULL, reader_main,
+						&rd[i]), 0);
+		progress[i] = &rd[i].progress;
+	}
+	ck_assert_int_eq(pthread_create(&gr.tid, NULL, grower_main, &gr), 0);
+	ck_assert_int_eq(pthread_create(&wk.tid, NULL, walker_main, &wk), 0);
+	progress[NREADERS] = &gr.cycles;
+	progress[NREADERS + 1] = &wk.walks;
+	th_run_for(GROW_MS, progress, NREADERS + 2, 2);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < NREADERS; i++) {
+		pthread_join(rd[i].tid, NULL);
+		lookups += rd[i].lookups;
+		stable += rd[i].stable_lookups;
+	}
+	pthread_join(gr.tid, NULL);
+	pthread_join(wk.tid, NULL);
+	conntab_stats(table, &st);
+	printf("%s: grow/shrink: %lu reader lookups checked (%lu of always-"
+	       "present keys), %lu cycles of %d inserts and removes, %zu "
+	       "resizes, %lu full walks, %lu errors\n", BN, lookups, stable,
+	       gr.cycles, NGROW, st.resizes, wk.walks, th_errors());
+	fflush(stdout);
+	ck_assert_msg(th_errors() == 0, "%s: %lu errors, first: %s", BN,
+		      th_errors(), th_first_error());
+	ck_assert_uint_eq(st.entries, NKEYS / 2);
+	ck_assert_uint_eq(st.timewait, 0);
+	rcu_barrier();
+	conntab_destroy(table, release_fn);
+	ck_assert_msg(th_errors() == 0, "%s: %s", BN, th_first_error());
+	for (id = 0; id < NKEYS; id++)
+		ck_assert_ptr_null(holder[id]);
+	th_quarantine_flush();
+}
+END_TEST
+
 int main(void)
 {
-	const TTest *const per_backend[] = { readers_writers };
+	const TTest *const per_backend[] = { readers_writers, grow_shrink };
 	Suite *s = suite_create("concurrency");
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 1, 60);
+	t_add_backend_cases(s, per_backend, 2, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;
