@@ -1,4 +1,22 @@
-# Test programs, run by `make check` (Check framework).
+# Test programs, run by `make check` (Check framework). Every table test
+# runs once per backend the library accepts (conntab_backend_available()),
+# so a backend that lands later is tested with no change here.
+#
+#   test-keys         backend names, key builders and formatter
+#   test-contract     create, insert (all errors), insert_recycle, lookup,
+#                     lookup_batch, remove, timewait; writers inside a
+#                     read-side critical section
+#   test-walk         walk, walk_state (callbacks that remove/timewait),
+#                     stats, destroy's release calls
+#   test-model        seeded random operation sequences against a model
+#                     (CONNTAB_TEST_SEED=n replays one)
+#   test-alloc        every allocation of create failing in turn, inserts
+#                     meeting failures, writers needing no memory
+#   test-concurrency  readers, writers and a walker together; grow/shrink
+#                     under readers
+#   test-race         writers racing on the same keys: never a duplicate
+#   test-flavor-qsbr, test-flavor-bp
+#                     the same library under the qsbr and bp flavors
 #
 # Every program runs its tests in its own process: a forked child would
 # lose the RCU state of the parent (registered threads, call_rcu worker).
