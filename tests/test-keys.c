@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Contract of the table-independent helpers: backend names and the key
+ * builders and formatter.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "helpers.h"
+
+static const char *const names[] = {
+	[CONNTAB_CHAINED] = "chained",
+	[CONNTAB_SPLIT] = "split",
+	[CONNTAB_EXTHASH] = "exthash",
+	[CONNTAB_TRIE] = "trie",
+};
+
+START_TEST(backend_names)
+{
+	int b;
+
+	for (b = CONNTAB_CHAINED; b <= CONNTAB_TRIE; b++) {
+		ck_assert_str_eq(conntab_backend_name(b), names[b]);
+		ck_assert_int_eq(conntab_backend_from_name(names[b]), b);
+		ck_assert_int_eq(conntab_backend_from_name(
+				 conntab_backend_name(b)), b);
+	}
+	ck_assert_str_eq(conntab_backend_name(0), "unknown");
+	ck_assert_str_eq(conntab_backend_name(99), "unknown");
+	ck_assert_str_eq(conntab_backend_name((enum conntab_backend)-1),
+			 "unknown");
+	ck_assert_int_eq(conntab_backend_from_name(NULL), -EINVAL);
+	ck_assert_int_eq(conntab_backend_from_name(""), -EINVAL);
+	ck_assert_int_eq(conntab_backend_from_name("unknown"), -EINVAL);
+	ck_assert_int_eq(conntab_backend_from_name("CHAINED"), -EINVAL);
+	ck_assert_int_eq(conntab_backend_from_name("chained "), -EINVAL);
+}
+END_TEST
+
+START_TEST(backend_available)
+{
+	/* The reference backend is always built; unknown values never are. */
+	ck_assert_int_eq(conntab_backend_available(CONNTAB_CHAINED), 1);
+	ck_assert_int_eq(conntab_backend_available(0), 0);
+	ck_assert_int_eq(conntab_backend_available(99), 0);
+	ck_assert_int_eq(conntab_backend_available((enum conntab_backend)-1),
+			 0);
+}
+END_TEST
+
+START_TEST(key_v4_zeroes)
+{
+	struct conntab_key k, want;
+
+	memset(&k, 0xff, sizeof(k));
+	conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(80),
+		       htonl(0xc6336407), htons(40000));
+	memset(&want, 0, sizeof(want));
+	want.proto = IPPROTO_TCP;
+	want.family = AF_INET;
+	want.lport = htons(80);
+	want.rport = htons(40000);
+	want.laddr.v4.s_addr = htonl(0xc0000201);
+	want.raddr.v4.s_addr = htonl(0xc6336407);
+	ck_assert_mem_eq(&k, &want, sizeof(k));
+}
+END_TEST
+
+START_TEST(key_v6_zeroes)
+{
+	struct conntab_key k, want;
+	struct in6_addr l, r;
+
+	inet_pton(AF_INET6, "2001:db8::1", &l);
+	inet_pton(AF_INET6, "2001:db8::2", &r);
+	memset(&k, 0xff, sizeof(k));
+	conntab_key_v6(&k, IPPROTO_UDP, &l, htons(443), &r, htons(50000));
+	memset(&want, 0, sizeof(want));
+	want.proto = IPPROTO_UDP;
+	want.family = AF_INET6;
+	want.lport = htons(443);
+	want.rport = htons(50000);
+	want.laddr.v6 = l;
+	want.raddr.v6 = r;
+	ck_assert_mem_eq(&k, &want, sizeof(k));
+}
+END_TEST
+
+START_TEST(key_from_sockaddr)
+{
+	struct sockaddr_in l4 = { .sin_family = AF_INET }, r4 = l4;
+	struct sockaddr_in6 l6 = { .sin6_family = AF_INET6 }, r6 = l6;
+	struct sockaddr_un u = { .sun_family = AF_UNIX };
+	struct conntab_key k, want;
+
+	l4.sin_addr.s_addr = htonl(0xc0000201);
+	l4.sin_port = htons(80);
+	r4.sin_addr.s_addr = htonl(0xc6336407);
+	r4.sin_port = htons(40000);
+	memset(&k, 0xff, sizeof(k));
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP,
+			 (struct sockaddr *)&l4, (struct sockaddr *)&r4), 0);
+	conntab_key_v4(&want, IPPROTO_TCP, l4.sin_addr.s_addr, l4.sin_port,
+		       r4.sin_addr.s_addr, r4.sin_port);
+	ck_assert_mem_eq(&k, &want, sizeof(k));
+
+	inet_pton(AF_INET6, "2001:db8::1", &l6.sin6_addr);
+	inet_pton(AF_INET6, "2001:db8::2", &r6.sin6_addr);
+	l6.sin6_port = htons(443);
+	r6.sin6_port = htons(50000);
+	l6.sin6_flowinfo = 0x12345;	/* not part of the key */
+	l6.sin6_scope_id = 3;
+	memset(&k, 0xff, sizeof(k));
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_UDP,
+			 (struct sockaddr *)&l6, (struct sockaddr *)&r6), 0);
+	conntab_key_v6(&want, IPPROTO_UDP, &l6.sin6_addr, l6.sin6_port,
+		       &r6.sin6_addr, r6.sin6_port);
+	ck_assert_mem_eq(&k, &want, sizeof(k));
+
+	/* Mixed, unknown, NULL. */
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP,
+			 (struct sockaddr *)&l4, (struct sockaddr *)&r6),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP,
+			 (struct sockaddr *)&l6, (struct sockaddr *)&r4),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP,
+			 (struct sockaddr *)&u, (struct sockaddr *)&u),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_key_from_sockaddr(NULL, IPPROTO_TCP,
+			 (struct sockaddr *)&l4, (struct sockaddr *)&r4),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP, NULL,
+			 (struct sockaddr *)&r4), -EINVAL);
+	ck_assert_int_eq(conntab_key_from_sockaddr(&k, IPPROTO_TCP,
+			 (struct sockaddr *)&l4, NULL), -EINVAL);
+}
+END_TEST
+
+/* Format @k into a roomy buffer, check text and return value. */
+static void expect_format(const struct conntab_key *k, const char *want)
+{
+	char buf[256];
+	int n;
+
+	memset(buf, 'x', sizeof(buf));
+	n = conntab_key_format(k, buf, sizeof(buf));
+	ck_assert_str_eq(buf, want);
+	ck_assert_int_eq(n, (int)strlen(want));
+	/* Measuring only. */
+	ck_assert_int_eq(conntab_key_format(k, NULL, 0), (int)strlen(want));
+}
+
+START_TEST(key_format)
+{
+	struct conntab_key k;
+	struct in6_addr l, r;
+
+	conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(80),
+		       htonl(0xc6336407), htons(40000));
+	expect_format(&k, "tcp 192.0.2.1:80 <- 198.51.100.7:40000");
+	k.zone = 7;
+	expect_format(&k, "tcp 192.0.2.1:80 <- 198.51.100.7:40000 zone 7");
+	k.zone = 65535;
+	expect_format(&k,
+		      "tcp 192.0.2.1:80 <- 198.51.100.7:40000 zone 65535");
+
+	conntab_key_v4(&k, IPPROTO_UDP, htonl(0x0a000001), htons(53),
+		       htonl(0xffffffff), htons(0));
+	expect_format(&k, "udp 10.0.0.1:53 <- 255.255.255.255:0");
+	k.proto = IPPROTO_SCTP;
+	expect_format(&k, "sctp 10.0.0.1:53 <- 255.255.255.255:0");
+	k.proto = 200;
+	expect_format(&k, "proto200 10.0.0.1:53 <- 255.255.255.255:0");
+
+	inet_pton(AF_INET6, "2001:db8::1", &l);
+	inet_pton(AF_INET6, "2001:db8::2", &r);
+	conntab_key_v6(&k, IPPROTO_TCP, &l, htons(443), &r, htons(65535));
+	expect_format(&k, "tcp [2001:db8::1]:443 <- [2001:db8::2]:65535");
+	k.zone = 1;
+	expect_format(&k,
+		      "tcp [2001:db8::1]:443 <- [2001:db8::2]:65535 zone 1");
+	inet_pton(AF_INET6, "::ffff:192.0.2.1", &l);
+	conntab_key_v6(&k, IPPROTO_UDP, &l, htons(1), &in6addr_any, htons(2));
+	expect_format(&k, "udp [::ffff:192.0.2.1]:1 <- [::]:2");
+}
+END_TEST
+
+START_TEST(key_format_truncates)
+{
+	const char *full = "tcp 192.0.2.1:80 <- 198.51.100.7:40000";
+	struct conntab_key k;
+	char buf[64];
+	size_t len;
+
+	conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(80),
+		       htonl(0xc6336407), htons(40000));
+	for (len = 1; len <= strlen(full) + 1; len++) {
+		memset(buf, 'x', sizeof(buf));
+		ck_assert_int_eq(conntab_key_format(&k, buf, len),
+				 (int)strlen(full));
+		/* Like snprintf: len - 1 characters and a NUL, no more. */
+		ck_assert_uint_eq(strlen(buf), len - 1);
+		ck_assert_int_eq(strncmp(buf, full, len - 1), 0);
+		ck_assert_int_eq(buf[len], 'x');
+	}
+}
+END_TEST
+
+START_TEST(key_format_bad)
+{
+	struct conntab_key k;
+	char buf[64];
+
+	conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(80),
+		       htonl(0xc6336407), htons(40000));
+	ck_assert_int_eq(conntab_key_format(NULL, buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(conntab_key_format(&k, NULL, 10), -EINVAL);
+	k.family = 0;
+	ck_assert_int_eq(conntab_key_format(&k, buf, sizeof(buf)), -EINVAL);
+	k.family = 99;
+	ck_assert_int_eq(conntab_key_format(&k, buf, sizeof(buf)), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("keys");
+	TCase *tc = tcase_create("helpers");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, backend_names);
+	tcase_add_test(tc, backend_available);
+	tcase_add_test(tc, key_v4_zeroes);
+	tcase_add_test(tc, key_v6_zeroes);
+	tcase_add_test(tc, key_from_sockaddr);
+	tcase_add_test(tc, key_format);
+	tcase_add_test(tc, key_format_truncates);
+	tcase_add_test(tc, key_format_bad);
+	suite_add_tcase(s, tc);
+	return t_run(s, 120);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Shared by the threaded tests (memb flavor): error reports from threads
+ * (Check's assertions are for the main thread only), retiring nodes
+ * through call_rcu into a poisoned quarantine, and the check every reader
+ * makes on a node it found.
+ */
+#ifndef T_THREADS_H
+#define T_THREADS_H
+
+#include <stdint.h>
+
+#include "helpers.h"
+
+/* Count an error; the first one's text is kept. Any thread. */
+void th_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Errors so far, and the first one's text. */
+unsigned long th_errors(void);
+const char *th_first_error(void);
+void th_reset(void);
+
+/*
+ * Free @c after a grace period: the call_rcu callback poisons it (magic
+ * DEAD, key scribbled) and keeps it in a quarantine of the most recent
+ * few thousand before free(), so a reader that still holds it sees the
+ * poison instead of reused memory. Caller is a registered thread.
+ */
+void th_retire(struct tconn *c);
+/* Free the quarantine (after rcu_barrier()). */
+void th_quarantine_flush(void);
+
+/*
+ * A node a reader found for key @k (number @id): alive, that key, a valid
+ * state. Reports and returns -1 otherwise.
+ */
+int th_check_node(const struct conntab_node *n, const struct conntab_key *k,
+		  uint32_t id, const char *who);
+
+/* One more step of a thread's progress counter (read by the main thread). */
+static inline void th_tick(unsigned long *c)
+{
+	__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Sleep @ms milliseconds, then on until each of the @n counters reached
+ * @min: the run is bounded in time, yet every thread has done its part
+ * however loaded the machine is (no outcome depends on timing).
+ */
+void th_run_for(unsigned int ms, unsigned long *const *ctrs, size_t n,
+		unsigned long min);
+
+/* xorshift64*: a per-thread random stream (seed nonzero). */
+static inline uint64_t th_rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+#endif /* T_THREADS_H */
