@@ -10,11 +10,31 @@ examples_minimal_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_minimal_LDADD = lib/libconntab.la $(URCU_LIBS)
 TESTS += examples/minimal
 
+# The servers: built by `make` (not installed as programs: they are
+# sources to start from), their sources installed with the docs like
+# minimal.c, and driven by real clients in `make check`.
+noinst_PROGRAMS += examples/udp-flowd
+examples_udp_flowd_SOURCES = examples/udp-flowd.c
+examples_udp_flowd_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_udp_flowd_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+# The test client needs no conntab: plain sockets, as a user's would be.
+noinst_PROGRAMS += examples/udp-client
+examples_udp_client_SOURCES = examples/udp-client.c
+
+TESTS += examples/test-udp-flowd.sh
+EXTRA_DIST += examples/test-udp-flowd.sh
+
 examplesdir = $(docdir)/examples
-dist_examples_DATA = examples/minimal.c
+dist_examples_DATA = examples/minimal.c examples/udp-flowd.c
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
-# sysroot prepends DESTDIR to the -I and -L paths it prints.
+# sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
+# example source is built as examples/NAME-installed; minimal runs, the
+# servers go through their own tests (the scripts take the binary to drive
+# from the environment).
+INSTALLCHECK_EXAMPLES = minimal udp-flowd
 installcheck-local: installcheck-examples
 installcheck-examples:
 	$(AM_V_at)$(MKDIR_P) examples
@@ -23,11 +43,16 @@ installcheck-examples:
 	flags=`env PKG_CONFIG_PATH="$$pcpath" \
 		$${dest:+PKG_CONFIG_SYSROOT_DIR="$$dest"} \
 		$(PKG_CONFIG) --cflags --libs conntab liburcu` && \
-	echo "  installcheck: cc minimal.c $$flags" && \
-	$(CC) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror \
-		-o examples/minimal-installed \
-		'$(DESTDIR)$(examplesdir)/minimal.c' $$flags
+	for ex in $(INSTALLCHECK_EXAMPLES); do \
+		echo "  installcheck: cc $$ex.c $$flags" && \
+		$(CC) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror \
+			-o examples/$$ex-installed \
+			"$(DESTDIR)$(examplesdir)/$$ex.c" $$flags || exit 1; \
+	done
 	$(AM_V_at)ldpath='$(DESTDIR)$(libdir)'$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}; \
-		LD_LIBRARY_PATH="$$ldpath" ./examples/minimal-installed
+	export LD_LIBRARY_PATH="$$ldpath"; \
+	./examples/minimal-installed && \
+	UDP_FLOWD=examples/udp-flowd-installed \
+		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
 .PHONY: installcheck-examples
-CLEANFILES += examples/minimal-installed
+CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)
