@@ -23,18 +23,27 @@ examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 noinst_PROGRAMS += examples/udp-client
 examples_udp_client_SOURCES = examples/udp-client.c
 
-TESTS += examples/test-udp-flowd.sh
-EXTRA_DIST += examples/test-udp-flowd.sh
+noinst_PROGRAMS += examples/tcp-conntrack
+examples_tcp_conntrack_SOURCES = examples/tcp-conntrack.c
+examples_tcp_conntrack_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_tcp_conntrack_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+# Real clients: udp-client and socat, curl + jq + python3 and wrk. Each
+# script skips (77) when one is missing; .ci/run installs them all.
+TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
+EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
 
 examplesdir = $(docdir)/examples
-dist_examples_DATA = examples/minimal.c examples/udp-flowd.c
+dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
+	examples/tcp-conntrack.c
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
 # sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
 # example source is built as examples/NAME-installed; minimal runs, the
 # servers go through their own tests (the scripts take the binary to drive
 # from the environment).
-INSTALLCHECK_EXAMPLES = minimal udp-flowd
+INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack
 installcheck-local: installcheck-examples
 installcheck-examples:
 	$(AM_V_at)$(MKDIR_P) examples
@@ -53,6 +62,8 @@ installcheck-examples:
 	export LD_LIBRARY_PATH="$$ldpath"; \
 	./examples/minimal-installed && \
 	UDP_FLOWD=examples/udp-flowd-installed \
-		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
+		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77 && \
+	TCP_CONNTRACK=examples/tcp-conntrack-installed \
+		$(SHELL) $(srcdir)/examples/test-tcp-conntrack.sh || test $$? = 77
 .PHONY: installcheck-examples
 CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)
