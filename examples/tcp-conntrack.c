@@ -16,9 +16,8 @@
  *                 [--time-wait MS] [--max-conns N]
  *   tcp-conntrack --list-backends
  *
- * --port 0 picks a free port; the first line on stdout names it. SIGUSR1
- * prints the table's stats; SIGINT or SIGTERM stops the server, which then
- * prints its totals.
+ * --port 0 picks a free port; the first line on stdout names it. SIGINT
+ * or SIGTERM stops the server, which then prints its totals.
  *
  * Build against an installed library:
  *   cc tcp-conntrack.c $(pkg-config --cflags --libs conntab liburcu) \
@@ -138,8 +137,13 @@ static void conn_open(int ep, int fd)
 	 * hands it to us to free. Should the reaper's conntab_remove() of
 	 * that entry race with us, exactly one of the two succeeds.
 	 */
+	/*
+	 * -ENOSPC: --max-conns reached. -EEXIST: the tuple's previous
+	 * connection is closed in the kernel, but the loop that owns it has
+	 * not seen that yet; the client will retry.
+	 */
 	if (conntab_insert_recycle(table, &c->node, &key, &old))
-		goto refuse;	/* -ENOSPC: --max-conns reached */
+		goto refuse;
 	if (old) {
 		call_rcu(&conntab_entry(old, struct tw, node)->rcu, tw_free);
 		COUNT(recycled, 1);
@@ -271,6 +275,7 @@ static int respond(struct conn *c, const char *status, const char *type,
 /* Answer one request whose header ends at @end (exclusive). */
 static int serve(struct conn *c, char *end)
 {
+	const char *status = "200 OK", *type = "application/json";
 	struct walk_ctx w = { NULL, now_ns(), 0 };
 	char path[64], ver[16], *body = NULL;
 	size_t len = 0;
@@ -308,15 +313,14 @@ static int serve(struct conn *c, char *end)
 				   sizeof(key));
 		fprintf(w.f, "tcp-conntrack (%s): you are %s\n",
 			conntab_backend_name(opt.backend), key);
+		type = "text/plain";
+	} else {
+		fputs("not found\n", w.f);
+		status = "404 Not Found";
+		type = "text/plain";
 	}
 	fclose(w.f);
-	if (!strcmp(path, "/conns") || !strcmp(path, "/stats"))
-		err = respond(c, "200 OK", "application/json", body, len);
-	else if (!strcmp(path, "/"))
-		err = respond(c, "200 OK", "text/plain", body, len);
-	else
-		err = respond(c, "404 Not Found", "text/plain", "not found\n",
-			      10);
+	err = respond(c, status, type, body, len);
 	free(body);
 	return err;
 }
@@ -458,17 +462,6 @@ static void *reaper_run(void *arg)
 	return NULL;
 }
 
-static void print_stats(void)
-{
-	struct conntab_stats st;
-
-	conntab_stats(table, &st);
-	printf("tcp-conntrack: stats: entries %zu timewait %zu buckets %zu "
-	       "memory %zu max_depth %zu resizes %zu\n", st.entries,
-	       st.timewait, st.buckets, st.memory, st.max_depth, st.resizes);
-	fflush(stdout);
-}
-
 static size_t left_open, left_tw;
 
 /* conntab_destroy() hands back what is still in the table: no readers. */
@@ -603,7 +596,6 @@ int main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -643,9 +635,9 @@ int main(int argc, char **argv)
 		pthread_create(&l[i].tid, NULL, loop_run, &l[i]);
 	pthread_create(&reaper, NULL, reaper_run, NULL);
 
-	while (read(sfd, &si, sizeof(si)) == sizeof(si) &&
-	       si.ssi_signo == SIGUSR1)
-		print_stats();
+	/* Sleep until SIGINT or SIGTERM. */
+	while (read(sfd, &si, sizeof(si)) < 0 && errno == EINTR)
+		;
 
 	/* Stop: every thread polls stop_fd, which now stays readable. */
 	eventfd_write(stop_fd, 1);
@@ -654,7 +646,6 @@ int main(int argc, char **argv)
 		close(l[i].lfd);
 	}
 	pthread_join(reaper, NULL);
-	print_stats();
 
 	/* No thread uses the table now; then let pending call_rcu run. */
 	conntab_destroy(table, release);
