@@ -7,7 +7,7 @@
  * datagrams on each and checks that every reply echoes the payload behind
  * the session's own sequence number: 1, 2, ... --count, in order. At most
  * --window datagrams are in flight, so that the server's socket buffers
- * do not overflow; one lost in a quiet second is sent again.
+ * do not overflow; one lost (nothing for three seconds) is sent again.
  *
  *   udp-client --port N [--host ADDR] [--sessions N] [--count N]
  *              [--window N] [--timeout S]
@@ -186,9 +186,9 @@ int main(int argc, char **argv)
 			send_next(&sess[ring[head]], 0);
 			head = (head + 1) % nsess;
 		}
-		n = epoll_wait(ep, ev, 64, 1000);
+		n = epoll_wait(ep, ev, 64, 3000);
 		if (n == 0) {
-			/* A quiet second: a datagram was lost, resend. */
+			/* Three quiet seconds: a datagram was lost, resend. */
 			for (i = 0; i < nsess; i++)
 				if (sess[i].waiting) {
 					send_next(&sess[i], 1);
