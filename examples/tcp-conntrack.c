@@ -136,8 +136,7 @@ static void conn_open(int ep, int fd)
 	 * (the peer reused its port): recycle swaps it out in one step and
 	 * hands it to us to free. Should the reaper's conntab_remove() of
 	 * that entry race with us, exactly one of the two succeeds.
-	 */
-	/*
+	 *
 	 * -ENOSPC: --max-conns reached. -EEXIST: the tuple's previous
 	 * connection is closed in the kernel, but the loop that owns it has
 	 * not seen that yet; the client will retry.
@@ -203,11 +202,12 @@ struct walk_ctx {
 static int conn_json(struct conntab_node *n, void *arg)
 {
 	const struct conntab_key *k = conntab_node_key(n);
+	int est = conntab_node_state(n) == CONNTAB_ESTABLISHED;
 	struct walk_ctx *w = arg;
 	uint64_t born, in, out;
 	char l[64], r[64];
 
-	if (conntab_node_state(n) == CONNTAB_ESTABLISHED) {
+	if (est) {
 		struct conn *c = conntab_entry(n, struct conn, node);
 
 		born = c->born_ns;
@@ -225,10 +225,9 @@ static int conn_json(struct conntab_node *n, void *arg)
 	fprintf(w->f, "%s\n  {\"local\": \"%s\", \"remote\": \"%s\", "
 		"\"state\": \"%s\", \"age_ms\": %" PRIu64 ", "
 		"\"bytes_in\": %" PRIu64 ", \"bytes_out\": %" PRIu64 "}",
-		w->n++ ? "," : "", l, r,
-		conntab_node_state(n) == CONNTAB_ESTABLISHED ?
-		"ESTABLISHED" : "TIME_WAIT",
-		(w->now - born) / 1000000, in, out);
+		w->n++ ? "," : "", l, r, est ? "ESTABLISHED" : "TIME_WAIT",
+		/* Accepted by another loop since we read the clock: 0. */
+		w->now > born ? (w->now - born) / 1000000 : 0, in, out);
 	return 0;
 }
 

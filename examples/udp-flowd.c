@@ -180,7 +180,7 @@ static void *worker_run(void *arg)
 	struct conntab_key keys[BATCH];
 	struct mmsghdr msg[BATCH];
 	struct iovec iov[BATCH];
-	uint64_t seq[BATCH];
+	uint64_t seq[BATCH], now;
 	struct pollfd pfd[2] = {
 		{ .fd = w->fd, .events = POLLIN },
 		{ .fd = stop_fd, .events = POLLIN },
@@ -211,13 +211,15 @@ static void *worker_run(void *arg)
 		 * misses of its keys. The sessions found stay valid until
 		 * rcu_read_unlock(), even if the reaper unlinks them.
 		 */
+		now = now_ns();
 		rcu_read_lock();
 		conntab_lookup_batch(table, keys, found, (size_t)n);
 		for (i = 0; i < n; i++)
 			seq[i] = session_account(w, found[i], &keys[i],
-						 msg[i].msg_len, now_ns());
+						 msg[i].msg_len, now);
 		rcu_read_unlock();
 
+		/* Replies reuse msg[] and iov[] in place: m <= i. */
 		for (i = m = 0; i < n; i++) {
 			int hl;
 
