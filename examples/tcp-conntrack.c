@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,6 +43,8 @@
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MS		((uint64_t)1000000)	/* a millisecond in ns */
 
 /*
  * A node's state tells which object holds it: an ESTABLISHED node is in
@@ -85,7 +88,7 @@ static struct {
 	enum conntab_backend backend;
 	uint64_t tw_ns;
 	size_t max_conns;
-} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED, 60000000000ull, 0 };
+} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED, 60000 * MS, 0 };
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
@@ -227,7 +230,7 @@ static int conn_json(struct conntab_node *n, void *arg)
 		"\"bytes_in\": %" PRIu64 ", \"bytes_out\": %" PRIu64 "}",
 		w->n++ ? "," : "", l, r, est ? "ESTABLISHED" : "TIME_WAIT",
 		/* Accepted by another loop since we read the clock: 0. */
-		w->now > born ? (w->now - born) / 1000000 : 0, in, out);
+		w->now > born ? (w->now - born) / MS : 0, in, out);
 	return 0;
 }
 
@@ -445,7 +448,7 @@ static int expire_one(struct conntab_node *n, void *arg)
 static void *reaper_run(void *arg)
 {
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
-	int ms = (int)(opt.tw_ns / 4000000);
+	int ms = (int)(opt.tw_ns / 4 / MS);
 	uint64_t now;
 
 	ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
@@ -498,21 +501,19 @@ static int open_listener(struct loop *l, struct sockaddr_storage *addr)
 	return 0;
 }
 
-static int parse_addr(const char *s, int port, struct sockaddr_storage *ss)
+/* --bind and --port as a socket address; numeric only, no DNS. */
+static int parse_addr(struct sockaddr_storage *ss)
 {
-	struct sockaddr_in *in = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	struct addrinfo hints = {
+		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+	}, *ai;
+	char port[8];
 
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &in->sin_addr) == 1) {
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-	} else if (inet_pton(AF_INET6, s, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-	} else {
+	snprintf(port, sizeof(port), "%d", opt.port);
+	if (getaddrinfo(opt.bind, port, &hints, &ai))
 		return -1;
-	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
 	return 0;
 }
 
@@ -544,12 +545,13 @@ static void parse_options(int argc, char **argv)
 		case 'p': opt.port = atoi(optarg); break;
 		case 't': opt.threads = atoi(optarg); break;
 		case 'a': opt.bind = optarg; break;
-		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * 1000000; break;
+		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
 		case 'm': opt.max_conns = strtoull(optarg, NULL, 10); break;
 		case 'b':
 			b = conntab_backend_from_name(optarg);
 			if (b < 0 || !conntab_backend_available(b)) {
-				fprintf(stderr, "tcp-conntrack: no backend %s\n",
+				fprintf(stderr,
+					"tcp-conntrack: no backend %s\n",
 					optarg);
 				exit(2);
 			}
@@ -576,14 +578,13 @@ int main(int argc, char **argv)
 	struct conntab_config cfg = { 0 };
 	struct sockaddr_storage addr;
 	struct signalfd_siginfo si;
-	char name[INET6_ADDRSTRLEN];
 	pthread_t reaper;
 	struct loop *l;
 	sigset_t sigs;
 	int i, sfd;
 
 	parse_options(argc, argv);
-	if (parse_addr(opt.bind, opt.port, &addr)) {
+	if (parse_addr(&addr)) {
 		fprintf(stderr, "tcp-conntrack: bad address %s\n", opt.bind);
 		return 2;
 	}
@@ -619,14 +620,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	inet_ntop(addr.ss_family, addr.ss_family == AF_INET ?
-		  (void *)&((struct sockaddr_in *)&addr)->sin_addr :
-		  (void *)&((struct sockaddr_in6 *)&addr)->sin6_addr,
-		  name, sizeof(name));
 	/* sin_port and sin6_port sit at the same offset. */
 	printf("tcp-conntrack: listening on %s port %d, backend %s, "
-	       "%d threads\n", name,
-	       ntohs(((struct sockaddr_in *)&addr)->sin_port),
+	       "%d threads\n",
+	       opt.bind, ntohs(((struct sockaddr_in *)&addr)->sin_port),
 	       conntab_backend_name(opt.backend), opt.threads);
 	fflush(stdout);
 

@@ -28,7 +28,7 @@
 
 struct sess {
 	int fd;
-	int sent;		/* datagrams sent; the reply awaited is this one */
+	int sent;		/* datagrams sent; awaiting reply number sent */
 	int waiting;		/* a datagram is in flight */
 	unsigned short port;	/* our source port */
 };

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MS		((uint64_t)1000000)	/* a millisecond in ns */
 #define BATCH		32	/* datagrams per recvmmsg and lookup batch */
 #define MAX_PAYLOAD	1472	/* what fits an Ethernet frame over IPv4 */
 #define MAX_REPLY	(MAX_PAYLOAD + 24)
@@ -83,7 +85,7 @@ static struct {
 	uint64_t idle_ns, tw_ns;
 	size_t max_sessions;
 } opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED,
-	  30000000000ull, 5000000000ull, 0 };
+	  30000 * MS, 5000 * MS, 0 };
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
@@ -284,7 +286,7 @@ static void *reaper_run(void *arg)
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 	uint64_t tick = (opt.idle_ns < opt.tw_ns ? opt.idle_ns : opt.tw_ns) / 4;
 	struct reaper *r = arg;
-	int ms = (int)(tick / 1000000);
+	int ms = (int)(tick / MS);
 
 	ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
 	rcu_register_thread();
@@ -340,21 +342,19 @@ static int open_socket(struct worker *w, struct sockaddr_storage *addr)
 	return 0;
 }
 
-static int parse_addr(const char *s, int port, struct sockaddr_storage *ss)
+/* --bind and --port as a socket address; numeric only, no DNS. */
+static int parse_addr(struct sockaddr_storage *ss)
 {
-	struct sockaddr_in *in = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	struct addrinfo hints = {
+		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+	}, *ai;
+	char port[8];
 
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &in->sin_addr) == 1) {
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-	} else if (inet_pton(AF_INET6, s, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-	} else {
+	snprintf(port, sizeof(port), "%d", opt.port);
+	if (getaddrinfo(opt.bind, port, &hints, &ai))
 		return -1;
-	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
 	return 0;
 }
 
@@ -388,8 +388,8 @@ static void parse_options(int argc, char **argv)
 		case 'p': opt.port = atoi(optarg); break;
 		case 't': opt.threads = atoi(optarg); break;
 		case 'a': opt.bind = optarg; break;
-		case 'i': opt.idle_ns = strtoull(optarg, NULL, 10) * 1000000; break;
-		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * 1000000; break;
+		case 'i': opt.idle_ns = strtoull(optarg, NULL, 10) * MS; break;
+		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
 		case 'm': opt.max_sessions = strtoull(optarg, NULL, 10); break;
 		case 'b':
 			b = conntab_backend_from_name(optarg);
@@ -424,12 +424,11 @@ int main(int argc, char **argv)
 	struct reaper reaper = { 0 };
 	struct signalfd_siginfo si;
 	struct worker *w, sum = { 0 };
-	char name[INET6_ADDRSTRLEN];
 	sigset_t sigs;
 	int i, sfd;
 
 	parse_options(argc, argv);
-	if (parse_addr(opt.bind, opt.port, &addr)) {
+	if (parse_addr(&addr)) {
 		fprintf(stderr, "udp-flowd: bad address %s\n", opt.bind);
 		return 2;
 	}
@@ -466,12 +465,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	inet_ntop(addr.ss_family, addr.ss_family == AF_INET ?
-		  (void *)&((struct sockaddr_in *)&addr)->sin_addr :
-		  (void *)&((struct sockaddr_in6 *)&addr)->sin6_addr,
-		  name, sizeof(name));
-	printf("udp-flowd: listening on %s port %d, backend %s, %d threads\n",
-	       name, ntohs(((struct sockaddr_in *)&addr)->sin_port),
+	/* sin_port and sin6_port sit at the same offset. */
+	printf("udp-flowd: listening on %s port %d, backend %s, "
+	       "%d threads\n",
+	       opt.bind, ntohs(((struct sockaddr_in *)&addr)->sin_port),
 	       conntab_backend_name(opt.backend), opt.threads);
 	fflush(stdout);
 
