@@ -14,9 +14,9 @@
 #     once) and reconnects from the same port: the new connection
 #     recycles the TIME_WAIT entry of the old one.
 #  4. --time-wait 100: closed connections expire.
-# Every server is stopped with SIGINT and must exit 0 with totals that
-# add up (accepted = closed + open, closed = expired + recycled +
-# timewait).
+# Every server is stopped with SIGINT (the last with SIGTERM) and must
+# exit 0 with totals that add up (accepted = closed + open, closed =
+# expired + recycled + timewait).
 # TCP_CONNTRACK names another tcp-conntrack to test (installcheck's);
 # EXAMPLES_ONE_BACKEND=1 tests the first backend only.
 set -u
@@ -62,9 +62,10 @@ start() {
 	fail "tcp-conntrack $* did not start"
 }
 
-# SIGINT, wait (bounded) for a clean exit, check the totals add up.
+# SIGINT (or signal $1), wait (bounded) for a clean exit, check the
+# totals add up.
 stop() {
-	kill -INT "$srv"
+	kill "-${1:-INT}" "$srv"
 	for _ in $(seq 100); do
 		kill -0 "$srv" 2>/dev/null || break
 		sleep 0.05
@@ -216,6 +217,6 @@ for b in $backends; do
 		curl -sf "$url/" >/dev/null || fail "curl"
 	done
 	wait_json /stats '.expired >= 5'
-	stop
+	stop TERM
 done
 echo "PASS"

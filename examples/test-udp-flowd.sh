@@ -13,7 +13,8 @@
 #     next datagram starts a new session ("1 b") that recycles it.
 #  3. Short idle and time-wait timeouts: 200 sessions of one datagram
 #     each all expire and the table ends empty.
-# Every server is stopped with SIGINT and must exit 0 with its totals.
+# Every server is stopped with SIGINT (the last with SIGTERM) and must
+# exit 0 with its totals.
 # UDP_FLOWD names another udp-flowd to test (installcheck's own build);
 # EXAMPLES_ONE_BACKEND=1 tests the first backend only.
 set -u
@@ -57,9 +58,9 @@ start() {
 	fail "udp-flowd $* did not start"
 }
 
-# SIGINT, wait (bounded) for a clean exit and the totals line.
+# SIGINT (or signal $1), wait (bounded) for a clean exit and the totals.
 stop() {
-	kill -INT "$srv"
+	kill "-${1:-INT}" "$srv"
 	for _ in $(seq 100); do
 		kill -0 "$srv" 2>/dev/null || break
 		sleep 0.05
@@ -149,7 +150,7 @@ for b in $backends; do
 	"$client" --port "$port" --sessions 200 --count 1 ||
 		fail "udp-client"
 	wait_stats "entries 0 timewait 0"
-	stop
+	stop TERM
 	[ "$(total expired)" = 200 ] || fail "expired != 200"
 	[ "$(total left)" = 0 ] || fail "left != 0"
 done
