@@ -50,7 +50,7 @@
  * A node's state tells which object holds it: an ESTABLISHED node is in
  * a struct conn, a TIMEWAIT node in a struct tw. A closing connection
  * swaps a tw in (conntab_timewait) rather than flipping its own state, so
- * the 4 KiB buffer and the descriptor go at once and only ~120 bytes stay
+ * the 4 KiB buffer and the descriptor go at once and only ~110 bytes stay
  * for the time-wait period. (udp-flowd shows the in-place flip.)
  */
 struct conn {
