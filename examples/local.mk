@@ -10,24 +10,62 @@ examples_minimal_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_minimal_LDADD = lib/libconntab.la $(URCU_LIBS)
 TESTS += examples/minimal
 
+# The servers: built by `make` (not installed as programs: they are
+# sources to start from), their sources installed with the docs like
+# minimal.c, and driven by real clients in `make check`.
+noinst_PROGRAMS += examples/udp-flowd
+examples_udp_flowd_SOURCES = examples/udp-flowd.c
+examples_udp_flowd_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_udp_flowd_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+# The test client needs no conntab: plain sockets, as a user's would be.
+noinst_PROGRAMS += examples/udp-client
+examples_udp_client_SOURCES = examples/udp-client.c
+
+noinst_PROGRAMS += examples/tcp-conntrack
+examples_tcp_conntrack_SOURCES = examples/tcp-conntrack.c
+examples_tcp_conntrack_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_tcp_conntrack_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+# Real clients: udp-client and socat, curl + jq + python3 and wrk. Each
+# script skips (77) when one is missing; .ci/run installs them all.
+TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
+EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
+
 examplesdir = $(docdir)/examples
-dist_examples_DATA = examples/minimal.c
+dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
+	examples/tcp-conntrack.c
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
-# sysroot prepends DESTDIR to the -I and -L paths it prints.
+# sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
+# example source is built as examples/NAME-installed; minimal runs, the
+# servers go through their own tests (the scripts take the binary to drive
+# from the environment), with one backend: make check covers them all.
+INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack
+installcheck_ld = $(DESTDIR)$(libdir)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
+installcheck_env = EXAMPLES_ONE_BACKEND=1 LD_LIBRARY_PATH="$(installcheck_ld)"
 installcheck-local: installcheck-examples
 installcheck-examples:
 	$(AM_V_at)$(MKDIR_P) examples
 	$(AM_V_CC)dest='$(DESTDIR)'; \
-	pcpath='$(DESTDIR)$(libdir)/pkgconfig'$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}; \
+	pcpath='$(DESTDIR)$(libdir)/pkgconfig'; \
+	pcpath=$$pcpath$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}; \
 	flags=`env PKG_CONFIG_PATH="$$pcpath" \
 		$${dest:+PKG_CONFIG_SYSROOT_DIR="$$dest"} \
 		$(PKG_CONFIG) --cflags --libs conntab liburcu` && \
-	echo "  installcheck: cc minimal.c $$flags" && \
-	$(CC) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror \
-		-o examples/minimal-installed \
-		'$(DESTDIR)$(examplesdir)/minimal.c' $$flags
-	$(AM_V_at)ldpath='$(DESTDIR)$(libdir)'$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}; \
-		LD_LIBRARY_PATH="$$ldpath" ./examples/minimal-installed
+	for ex in $(INSTALLCHECK_EXAMPLES); do \
+		echo "  installcheck: cc $$ex.c $$flags" && \
+		$(CC) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror \
+			-o examples/$$ex-installed \
+			"$(DESTDIR)$(examplesdir)/$$ex.c" $$flags || exit 1; \
+	done
+	$(AM_V_at)$(installcheck_env) ./examples/minimal-installed
+	$(AM_V_at)$(installcheck_env) UDP_FLOWD=examples/udp-flowd-installed \
+		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
+	$(AM_V_at)$(installcheck_env) \
+		TCP_CONNTRACK=examples/tcp-conntrack-installed \
+		$(SHELL) $(srcdir)/examples/test-tcp-conntrack.sh || test $$? = 77
 .PHONY: installcheck-examples
-CLEANFILES += examples/minimal-installed
+CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * udp-flowd: sessions over UDP, the way QUIC, DTLS and game servers split
+ * one port into connections.
+ *
+ * Worker threads receive on SO_REUSEPORT sockets bound to one port. Each
+ * datagram's 4-tuple is looked up, lock-free under RCU, in one table that
+ * all workers share; an unknown tuple starts a session. A session counts
+ * its datagrams and echoes each payload back behind its own sequence
+ * number: "<seq> <payload>". A reaper thread moves idle sessions to
+ * TIME_WAIT and removes them when that has run out.
+ *
+ *   udp-flowd --port N [--backend NAME] [--threads N] [--bind ADDR]
+ *             [--idle MS] [--time-wait MS] [--max-sessions N]
+ *   udp-flowd --list-backends
+ *
+ * --port 0 picks a free port; the first line on stdout names it. SIGUSR1
+ * prints the table's stats; SIGINT or SIGTERM stops the server, which then
+ * prints its totals.
+ *
+ * Build against an installed library:
+ *   cc udp-flowd.c $(pkg-config --cflags --libs conntab liburcu) -o udp-flowd
+ */
+#define _GNU_SOURCE		/* recvmmsg, sendmmsg */
+#include <urcu.h>
+#include <conntab/conntab.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MS		((uint64_t)1000000)	/* a millisecond in ns */
+#define BATCH		32	/* datagrams per recvmmsg and lookup batch */
+#define MAX_PAYLOAD	1472	/* what fits an Ethernet frame over IPv4 */
+#define MAX_REPLY	(MAX_PAYLOAD + 24)
+
+/*
+ * A session. Any worker may receive for any tuple (the SO_REUSEPORT hash
+ * usually keeps a tuple on one socket, but not while sockets come and go),
+ * so the counters are updated with atomics: seq hands every datagram its
+ * own number even when two workers serve one session at once.
+ */
+struct session {
+	struct conntab_node node;
+	struct rcu_head rcu;	/* freed a grace period after unlinking */
+	uint64_t seq;		/* datagrams so far: the reply's number */
+	uint64_t bytes;		/* payload bytes received */
+	uint64_t last_ns;	/* monotonic time of the last datagram */
+	uint64_t closed_ns;	/* when it went to TIME_WAIT (reaper only) */
+};
+
+struct worker {
+	pthread_t tid;
+	int fd;
+	struct sockaddr_storage local;
+	char in[BATCH][MAX_PAYLOAD];
+	char out[BATCH][MAX_REPLY];
+	/* Owned by this worker; summed by main after it has stopped. */
+	uint64_t datagrams, bytes, created, races, recycled, refused;
+};
+
+struct reaper {
+	pthread_t tid;
+	uint64_t now;
+	uint64_t idled, expired;	/* owned by the reaper thread */
+};
+
+static struct {
+	const char *bind;
+	int port;
+	int threads;
+	enum conntab_backend backend;
+	uint64_t idle_ns, tw_ns;
+	size_t max_sessions;
+} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED,
+	  30000 * MS, 5000 * MS, 0 };
+
+static struct conntab *table;
+static int stop_fd;		/* eventfd: readable once we are stopping */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void session_free(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct session, rcu));
+}
+
+/*
+ * The established session of @key: @n if that is one (the batch lookup's
+ * answer), else a new one. Caller holds the RCU read lock. NULL when the
+ * table is full or memory ran out: the datagram is dropped.
+ */
+static struct session *session_get(struct worker *w, struct conntab_node *n,
+				   const struct conntab_key *key, uint64_t now)
+{
+	struct conntab_node *old;
+	struct session *s;
+	int err;
+
+	for (;;) {
+		if (n && conntab_node_state(n) == CONNTAB_ESTABLISHED)
+			return conntab_entry(n, struct session, node);
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			w->refused++;
+			return NULL;
+		}
+		conntab_node_init(&s->node);
+		s->last_ns = now;
+		/*
+		 * A tuple in TIME_WAIT starts over as a new session (a QUIC
+		 * server would answer with a stateless reset instead):
+		 * insert_recycle swaps the new one in, so a concurrent lookup
+		 * never misses the tuple, and hands back the old one. Whoever
+		 * unlinks a session frees it: here, or the reaper when its
+		 * conntab_remove() succeeds (then ours fails with -ENOENT).
+		 */
+		err = conntab_insert_recycle(table, &s->node, key, &old);
+		if (!err) {
+			w->created++;
+			if (old) {
+				w->recycled++;
+				call_rcu(&conntab_entry(old, struct session,
+							node)->rcu,
+					 session_free);
+			}
+			return s;
+		}
+		free(s);	/* never published: no grace period needed */
+		if (err != -EEXIST) {
+			w->refused++;	/* -ENOSPC: --max-sessions reached */
+			return NULL;
+		}
+		/* Another worker started this session first: join it. */
+		w->races++;
+		n = conntab_lookup(table, key);
+	}
+}
+
+/* Count one datagram on its session; the reply's number, 0 to drop it. */
+static uint64_t session_account(struct worker *w, struct conntab_node *n,
+				const struct conntab_key *key, size_t len,
+				uint64_t now)
+{
+	struct session *s = session_get(w, n, key, now);
+
+	if (!s)
+		return 0;
+	/*
+	 * If the reaper has just moved the session to TIME_WAIT, this
+	 * datagram still counts on the old session: it arrived before the
+	 * reaper looked. The next one finds TIME_WAIT and starts over.
+	 */
+	__atomic_add_fetch(&s->bytes, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->last_ns, now, __ATOMIC_RELAXED);
+	return __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELAXED);
+}
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct sockaddr_storage peer[BATCH];
+	struct conntab_node *found[BATCH];
+	struct conntab_key keys[BATCH];
+	struct mmsghdr msg[BATCH];
+	struct iovec iov[BATCH];
+	uint64_t seq[BATCH], now;
+	struct pollfd pfd[2] = {
+		{ .fd = w->fd, .events = POLLIN },
+		{ .fd = stop_fd, .events = POLLIN },
+	};
+	int i, n, m;
+
+	rcu_register_thread();
+	while (poll(pfd, 2, -1) < 0 || !pfd[1].revents) {
+		for (i = 0; i < BATCH; i++) {
+			iov[i] = (struct iovec){ w->in[i], MAX_PAYLOAD };
+			msg[i].msg_hdr = (struct msghdr){
+				.msg_name = &peer[i],
+				.msg_namelen = sizeof(peer[i]),
+				.msg_iov = &iov[i], .msg_iovlen = 1,
+			};
+		}
+		n = recvmmsg(w->fd, msg, BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			continue;
+		/* A datagram arriving here: source -> remote, us -> local. */
+		for (i = 0; i < n; i++)
+			conntab_key_from_sockaddr(&keys[i], IPPROTO_UDP,
+				(struct sockaddr *)&w->local,
+				(struct sockaddr *)&peer[i]);
+
+		/*
+		 * One batch lookup for the whole burst overlaps the cache
+		 * misses of its keys. The sessions found stay valid until
+		 * rcu_read_unlock(), even if the reaper unlinks them.
+		 */
+		now = now_ns();
+		rcu_read_lock();
+		conntab_lookup_batch(table, keys, found, (size_t)n);
+		for (i = 0; i < n; i++)
+			seq[i] = session_account(w, found[i], &keys[i],
+						 msg[i].msg_len, now);
+		rcu_read_unlock();
+
+		/* Replies reuse msg[] and iov[] in place: m <= i. */
+		for (i = m = 0; i < n; i++) {
+			int hl;
+
+			w->datagrams++;
+			w->bytes += msg[i].msg_len;
+			if (!seq[i])
+				continue;
+			hl = snprintf(w->out[m], MAX_REPLY, "%" PRIu64 " ",
+				      seq[i]);
+			memcpy(w->out[m] + hl, w->in[i], msg[i].msg_len);
+			iov[m] = (struct iovec){ w->out[m],
+						 hl + msg[i].msg_len };
+			msg[m].msg_hdr = (struct msghdr){
+				.msg_name = &peer[i],
+				.msg_namelen = msg[i].msg_hdr.msg_namelen,
+				.msg_iov = &iov[m], .msg_iovlen = 1,
+			};
+			m++;
+		}
+		/* Replies are best effort, as UDP is: a full buffer drops. */
+		if (m)
+			sendmmsg(w->fd, msg, (unsigned int)m, MSG_DONTWAIT);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/*
+ * Walk callback of the reaper, under the RCU read lock. TIME_WAIT is kept
+ * in place here: a session is small and holds no resources, so flipping
+ * its state (conntab_timewait(t, n, n)) costs nothing and keeps its
+ * counters for a late datagram. (tcp-conntrack shows the other way: a
+ * smaller object swapped in for a big connection.)
+ */
+static int reap_one(struct conntab_node *n, void *arg)
+{
+	struct session *s = conntab_entry(n, struct session, node);
+	struct reaper *r = arg;
+	int64_t quiet;
+
+	if (conntab_node_state(n) == CONNTAB_ESTABLISHED) {
+		/* Signed: a worker may have stamped it after our clock. */
+		quiet = (int64_t)(r->now - __atomic_load_n(&s->last_ns,
+							   __ATOMIC_RELAXED));
+		if (quiet < (int64_t)opt.idle_ns)
+			return 0;
+		s->closed_ns = r->now;
+		if (!conntab_timewait(table, n, n))
+			r->idled++;
+	} else if (r->now - s->closed_ns >= opt.tw_ns) {
+		/* -ENOENT: a worker recycled it and frees it. */
+		if (!conntab_remove(table, n)) {
+			call_rcu(&s->rcu, session_free);
+			r->expired++;
+		}
+	}
+	return 0;
+}
+
+static void *reaper_run(void *arg)
+{
+	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+	uint64_t tick = (opt.idle_ns < opt.tw_ns ? opt.idle_ns : opt.tw_ns) / 4;
+	struct reaper *r = arg;
+	int ms = (int)(tick / MS);
+
+	ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
+	rcu_register_thread();
+	while (poll(&pfd, 1, ms) <= 0) {
+		r->now = now_ns();
+		/*
+		 * One read-side section per sweep keeps this short; a table
+		 * of millions would sweep in slices so as not to hold back
+		 * grace periods (and so call_rcu frees) for long.
+		 */
+		rcu_read_lock();
+		conntab_walk(table, reap_one, r);
+		rcu_read_unlock();
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void print_stats(void)
+{
+	struct conntab_stats st;
+
+	conntab_stats(table, &st);
+	printf("udp-flowd: stats: entries %zu timewait %zu buckets %zu "
+	       "memory %zu max_depth %zu resizes %zu\n", st.entries,
+	       st.timewait, st.buckets, st.memory, st.max_depth, st.resizes);
+	fflush(stdout);
+}
+
+static size_t left;
+
+/* conntab_destroy() hands back what is still in the table: no readers. */
+static void session_release(struct conntab_node *n)
+{
+	left++;
+	free(conntab_entry(n, struct session, node));
+}
+
+/* Bind worker sockets to one port; the first picks it if --port 0. */
+static int open_socket(struct worker *w, struct sockaddr_storage *addr)
+{
+	socklen_t len = addr->ss_family == AF_INET ?
+		sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int one = 1;
+
+	w->fd = socket(addr->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (w->fd < 0 ||
+	    setsockopt(w->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    bind(w->fd, (struct sockaddr *)addr, len) ||
+	    getsockname(w->fd, (struct sockaddr *)&w->local, &len))
+		return -1;
+	memcpy(addr, &w->local, len);	/* the port the rest bind to */
+	return 0;
+}
+
+/* --bind and --port as a socket address; numeric only, no DNS. */
+static int parse_addr(struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {
+		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+	}, *ai;
+	char port[8];
+
+	snprintf(port, sizeof(port), "%d", opt.port);
+	if (getaddrinfo(opt.bind, port, &hints, &ai))
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: udp-flowd --port N [--backend NAME] "
+		"[--threads N] [--bind ADDR]\n"
+		"                 [--idle MS] [--time-wait MS] "
+		"[--max-sessions N]\n"
+		"       udp-flowd --list-backends\n");
+	exit(2);
+}
+
+static void parse_options(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "bind", required_argument, NULL, 'a' },
+		{ "idle", required_argument, NULL, 'i' },
+		{ "time-wait", required_argument, NULL, 'w' },
+		{ "max-sessions", required_argument, NULL, 'm' },
+		{ "list-backends", no_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, b;
+
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': opt.port = atoi(optarg); break;
+		case 't': opt.threads = atoi(optarg); break;
+		case 'a': opt.bind = optarg; break;
+		case 'i': opt.idle_ns = strtoull(optarg, NULL, 10) * MS; break;
+		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
+		case 'm': opt.max_sessions = strtoull(optarg, NULL, 10); break;
+		case 'b':
+			b = conntab_backend_from_name(optarg);
+			if (b < 0 || !conntab_backend_available(b)) {
+				fprintf(stderr, "udp-flowd: no backend %s\n",
+					optarg);
+				exit(2);
+			}
+			opt.backend = (enum conntab_backend)b;
+			break;
+		case 'l':
+			/* What this build of the library has, one a line. */
+			for (b = CONNTAB_CHAINED;
+			     strcmp(conntab_backend_name(b), "unknown"); b++)
+				if (conntab_backend_available(b))
+					puts(conntab_backend_name(b));
+			exit(0);
+		default:
+			usage();
+		}
+	}
+	if (optind < argc || opt.port < 0 || opt.port > 65535 ||
+	    opt.threads < 1 || opt.threads > 256 || !opt.idle_ns ||
+	    !opt.tw_ns)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct conntab_config cfg = { 0 };
+	struct sockaddr_storage addr;
+	struct reaper reaper = { 0 };
+	struct signalfd_siginfo si;
+	struct worker *w, sum = { 0 };
+	sigset_t sigs;
+	int i, sfd;
+
+	parse_options(argc, argv);
+	if (parse_addr(&addr)) {
+		fprintf(stderr, "udp-flowd: bad address %s\n", opt.bind);
+		return 2;
+	}
+
+	/*
+	 * Signals arrive on a signalfd read by main, never in a handler:
+	 * block them before any thread starts so that all inherit the mask.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (sfd < 0 || stop_fd < 0) {
+		perror("udp-flowd: signalfd/eventfd");
+		return 1;
+	}
+
+	rcu_register_thread();
+	cfg.backend = opt.backend;
+	cfg.expected = opt.max_sessions ? opt.max_sessions : 4096;
+	cfg.max_entries = opt.max_sessions;
+	table = conntab_create(&cfg);
+	w = calloc((size_t)opt.threads, sizeof(*w));
+	if (!table || !w) {
+		perror("udp-flowd: conntab_create");
+		return 1;
+	}
+	for (i = 0; i < opt.threads; i++) {
+		if (open_socket(&w[i], &addr)) {
+			perror("udp-flowd: socket");
+			return 1;
+		}
+	}
+	/* sin_port and sin6_port sit at the same offset. */
+	printf("udp-flowd: listening on %s port %d, backend %s, "
+	       "%d threads\n",
+	       opt.bind, ntohs(((struct sockaddr_in *)&addr)->sin_port),
+	       conntab_backend_name(opt.backend), opt.threads);
+	fflush(stdout);
+
+	for (i = 0; i < opt.threads; i++)
+		pthread_create(&w[i].tid, NULL, worker_run, &w[i]);
+	pthread_create(&reaper.tid, NULL, reaper_run, &reaper);
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+	       si.ssi_signo == SIGUSR1)
+		print_stats();
+
+	/* Stop: every thread polls stop_fd, which now stays readable. */
+	eventfd_write(stop_fd, 1);
+	for (i = 0; i < opt.threads; i++) {
+		pthread_join(w[i].tid, NULL);
+		close(w[i].fd);
+		sum.datagrams += w[i].datagrams;
+		sum.bytes += w[i].bytes;
+		sum.created += w[i].created;
+		sum.races += w[i].races;
+		sum.recycled += w[i].recycled;
+		sum.refused += w[i].refused;
+	}
+	pthread_join(reaper.tid, NULL);
+	print_stats();
+
+	/* No thread uses the table now; then let pending call_rcu run. */
+	conntab_destroy(table, session_release);
+	rcu_barrier();
+	rcu_unregister_thread();
+	printf("udp-flowd: totals: datagrams %" PRIu64 " bytes %" PRIu64
+	       " sessions %" PRIu64 " races %" PRIu64 " recycled %" PRIu64
+	       " refused %" PRIu64 " idled %" PRIu64 " expired %" PRIu64
+	       " left %zu\n", sum.datagrams, sum.bytes, sum.created, sum.races,
+	       sum.recycled, sum.refused, reaper.idled, reaper.expired, left);
+	free(w);
+	return 0;
+}
