@@ -7,7 +7,8 @@ lib_libconntab_la_SOURCES = \
 	lib/conntab.c lib/conntab-int.h \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
-	lib/hash.h lib/chain.h lib/rcu.h \
+	lib/hash.h lib/chain.h lib/rcu.h lib/batch.h \
+	lib/heads.c lib/heads.h \
 	lib/chained.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
