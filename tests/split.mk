@@ -8,3 +8,11 @@ tests_test_split_contract_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 tests_test_split_contract_LDADD = $(SPLIT_TEST_LDADD)
 
 TESTS += tests/test-split-contract
+
+check_PROGRAMS += tests/test-split-move
+tests_test_split_move_SOURCES = tests/test-split-move.c
+tests_test_split_move_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_split_move_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_split_move_LDADD = $(SPLIT_TEST_LDADD)
+
+TESTS += tests/test-split-move
