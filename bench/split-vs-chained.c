@@ -10,6 +10,8 @@
  *   tw     keys of time-wait entries only
  *   mixed  half and half
  *   batch  as mixed, through conntab_lookup_batch in groups of 16
+ *   miss   keys that are absent (split's miss path checks the stripe's
+ *          sequence and scans twice)
  *
  * Usage: split-vs-chained [-n N] [-l LOOKUPS] [-r REPS]
  * Prints one line per backend and workload: the median ns/lookup (thread
@@ -31,8 +33,10 @@
 #define MAX_REPS	15
 #define CHUNK		1024	/* lookups per read-side critical section */
 
-enum { W_EST, W_TW, W_MIXED, W_BATCH, W_COUNT };
-static const char *const wname[W_COUNT] = { "est", "tw", "mixed", "batch" };
+enum { W_EST, W_TW, W_MIXED, W_BATCH, W_MISS, W_COUNT };
+static const char *const wname[W_COUNT] = {
+	"est", "tw", "mixed", "batch", "miss",
+};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -95,9 +99,9 @@ static int fill(struct table *tb, const struct conntab_key *keys, size_t n)
 	return 0;
 }
 
-/* ns per lookup of keys[idx[0..l)]; every key must be found. */
+/* ns per lookup of keys[idx[0..l)]; every key must be found, or none. */
 static double run(struct table *tb, const struct conntab_key *keys,
-		  const uint32_t *idx, size_t l, int batch)
+		  const uint32_t *idx, size_t l, int batch, int absent)
 {
 	struct conntab_key bk[16];
 	struct conntab_node *out[16];
@@ -125,7 +129,7 @@ static double run(struct table *tb, const struct conntab_key *keys,
 		rcu_read_unlock();
 	}
 	t1 = now_ns();
-	if (found != (batch ? l / 16 * 16 : l)) {
+	if (found != (absent ? 0 : batch ? l / 16 * 16 : l)) {
 		fprintf(stderr, "%s: %zu of %zu found\n",
 			conntab_backend_name(tb->be), found, l);
 		exit(1);
@@ -159,14 +163,15 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!n || !l || reps < 1 || reps > MAX_REPS || 2 * n > UINT32_MAX) {
+	if (!n || !l || reps < 1 || reps > MAX_REPS || 3 * n > UINT32_MAX) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
 	}
 
 	rcu_register_thread();
 	/* Random IPv4 TCP tuples: local and remote address and port. */
-	keys = calloc(2 * n, sizeof(*keys));
+	/* 2n keys in the tables, n more that are absent. */
+	keys = calloc(3 * n, sizeof(*keys));
 	if (!keys) {
 		perror("malloc");
 		return 1;
@@ -178,7 +183,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	for (i = 0; i < 2 * n; i++) {
+	for (i = 0; i < 3 * n; i++) {
 		uint64_t a = rng(), p = rng();
 
 		conntab_key_v4(&keys[i], IPPROTO_TCP, (uint32_t)a,
@@ -190,6 +195,7 @@ int main(int argc, char **argv)
 		idx[W_TW][i] = (uint32_t)(2 * (rng() % n) + 1);
 		idx[W_MIXED][i] = (uint32_t)(rng() % (2 * n));
 		idx[W_BATCH][i] = idx[W_MIXED][i];
+		idx[W_MISS][i] = (uint32_t)(2 * n + rng() % n);
 	}
 	for (b = 0; b < 2; b++) {
 		int err = fill(&tabs[b], keys, n);
@@ -206,7 +212,8 @@ int main(int argc, char **argv)
 		for (w = 0; w < W_COUNT; w++)
 			for (b = 0; b < 2; b++)
 				tabs[b].ns[w][r] = run(&tabs[b], keys, idx[w], l,
-						       w == W_BATCH);
+						       w == W_BATCH,
+						       w == W_MISS);
 
 	printf("# %zu established + %zu time-wait entries, %zu lookups x %d reps\n",
 	       n, n, l, reps);

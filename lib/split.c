@@ -207,7 +207,8 @@ split_scan(struct ct_split *sp, uint32_t b, uint32_t h,
  * the pass read was made after the odd seq store (release, (R)), so with
  * the fence the second seq load sees seq changed. An odd seq means a move
  * is between its two link stores: a few stores under a spinlock, so the
- * reader waits it out like a seqlock reader.
+ * reader waits it out like a seqlock reader (yielding now and then, in
+ * case the writer was preempted there).
  */
 static __attribute__((noinline, cold)) struct conntab_node *
 split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
@@ -215,12 +216,16 @@ split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
 {
 	const struct ct_stripe *s = ct_stripe_of(&sp->locks, h);
 	struct conntab_node *n;
+	unsigned int spins = 0;
 	uint32_t seq;
 
 	for (;;) {
 		seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 		if (seq & 1) {
-			ct_cpu_relax();
+			if (++spins & 1023)
+				ct_cpu_relax();
+			else
+				sched_yield();
 			continue;
 		}
 		n = split_scan(sp, b, h, k);
