@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Lookup cost of CONNTAB_SPLIT against CONNTAB_CHAINED holding the same
- * entries: N established plus N time-wait connections (default N = 1M),
- * both tables sized with expected = 2N and alive at once, measured in
+ * entries: N established plus W time-wait connections (default 1M + 1M),
+ * both tables sized with expected = N + W and alive at once, measured in
  * alternation so that the ratio holds on a noisy machine.
  *
  * Workloads, each a random sequence of successful lookups, single thread:
  *   est    keys of established entries only
  *   tw     keys of time-wait entries only
- *   mixed  half and half
+ *   mixed  any entry, est and tw in their proportion
  *   batch  as mixed, through conntab_lookup_batch in groups of 16
  *   miss   keys that are absent (split's miss path checks the stripe's
  *          sequence and scans twice)
  *
- * Usage: split-vs-chained [-n N] [-l LOOKUPS] [-r REPS]
+ * Usage: split-vs-chained [-n N] [-w W] [-l LOOKUPS] [-r REPS]
  * Prints one line per backend and workload: the median ns/lookup (thread
  * CPU time) over the repetitions and the spread (min..max), then the
  * tables' stats.
@@ -76,25 +76,36 @@ struct table {
 	double ns[W_COUNT][MAX_REPS];
 };
 
+static size_t n_est = 1 << 20, n_tw = 1 << 20;
+
 /*
- * Insert all 2n keys, then flip the odd ones to TIME_WAIT in place: the
- * states interleave in insertion order, so neither state sits nearer the
- * head of chained's chains (which push at the head).
+ * Key i of the n_est + n_tw in the tables is a time-wait one? Spread
+ * evenly (Bresenham), so the states interleave in insertion order and
+ * neither sits nearer the head of chained's chains (which push at the
+ * head).
  */
-static int fill(struct table *tb, const struct conntab_key *keys, size_t n)
+static int key_is_tw(size_t i)
 {
-	struct conntab_config cfg = { .backend = tb->be, .expected = 2 * n };
-	size_t i;
+	size_t total = n_est + n_tw;
+
+	return (i + 1) * n_est / total == i * n_est / total;
+}
+
+/* Insert all keys, then flip the time-wait ones in place. */
+static int fill(struct table *tb, const struct conntab_key *keys)
+{
+	size_t i, total = n_est + n_tw;
+	struct conntab_config cfg = { .backend = tb->be, .expected = total };
 
 	tb->t = conntab_create(&cfg);
-	tb->nodes = calloc(2 * n, sizeof(*tb->nodes));
+	tb->nodes = calloc(total, sizeof(*tb->nodes));
 	if (!tb->t || !tb->nodes)
 		return -ENOMEM;
-	for (i = 0; i < 2 * n; i++)
+	for (i = 0; i < total; i++)
 		if (conntab_insert(tb->t, &tb->nodes[i], &keys[i]))
 			return -EEXIST;
-	for (i = 1; i < 2 * n; i += 2)
-		if (conntab_timewait(tb->t, &tb->nodes[i], &tb->nodes[i]))
+	for (i = 0; i < total; i++)
+		if (key_is_tw(i) && conntab_timewait(tb->t, &tb->nodes[i], &tb->nodes[i]))
 			return -EINVAL;
 	return 0;
 }
@@ -139,17 +150,20 @@ static double run(struct table *tb, const struct conntab_key *keys,
 
 int main(int argc, char **argv)
 {
-	size_t n = 1 << 20, l = 4 << 20, i;
+	size_t l = 4 << 20, total, ne = 0, nt = 0, i;
 	struct table tabs[2] = { { .be = CONNTAB_CHAINED },
 				 { .be = CONNTAB_SPLIT } };
 	struct conntab_key *keys;
-	uint32_t *idx[W_COUNT];
+	uint32_t *idx[W_COUNT], *est_keys, *tw_keys;
 	int reps = 5, r, w, b, opt;
 
-	while ((opt = getopt(argc, argv, "n:l:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:w:l:r:")) != -1) {
 		switch (opt) {
 		case 'n':
-			n = strtoul(optarg, NULL, 0);
+			n_est = strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			n_tw = strtoul(optarg, NULL, 0);
 			break;
 		case 'l':
 			l = strtoul(optarg, NULL, 0);
@@ -158,21 +172,25 @@ int main(int argc, char **argv)
 			reps = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-n N] [-l LOOKUPS] [-r REPS]\n",
+			fprintf(stderr, "usage: %s [-n N] [-w W] [-l LOOKUPS] [-r REPS]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (!n || !l || reps < 1 || reps > MAX_REPS || 3 * n > UINT32_MAX) {
+	total = n_est + n_tw;
+	if (!n_est || !n_tw || !l || reps < 1 || reps > MAX_REPS ||
+	    total + n_est > UINT32_MAX) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;
 	}
 
 	rcu_register_thread();
 	/* Random IPv4 TCP tuples: local and remote address and port. */
-	/* 2n keys in the tables, n more that are absent. */
-	keys = calloc(3 * n, sizeof(*keys));
-	if (!keys) {
+	/* The keys in the tables, then n_est more that are absent. */
+	keys = calloc(total + n_est, sizeof(*keys));
+	est_keys = malloc(n_est * sizeof(*est_keys));
+	tw_keys = malloc(n_tw * sizeof(*tw_keys));
+	if (!keys || !est_keys || !tw_keys) {
 		perror("malloc");
 		return 1;
 	}
@@ -183,22 +201,32 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	for (i = 0; i < 3 * n; i++) {
+	for (i = 0; i < total + n_est; i++) {
 		uint64_t a = rng(), p = rng();
 
 		conntab_key_v4(&keys[i], IPPROTO_TCP, (uint32_t)a,
 			       (uint16_t)p, (uint32_t)(a >> 32),
 			       (uint16_t)(p >> 16));
 	}
+	for (i = 0; i < total; i++) {
+		if (key_is_tw(i))
+			tw_keys[nt++] = (uint32_t)i;
+		else
+			est_keys[ne++] = (uint32_t)i;
+	}
+	if (ne != n_est || nt != n_tw) {
+		fprintf(stderr, "state split %zu + %zu\n", ne, nt);
+		return 1;
+	}
 	for (i = 0; i < l; i++) {
-		idx[W_EST][i] = (uint32_t)(2 * (rng() % n));
-		idx[W_TW][i] = (uint32_t)(2 * (rng() % n) + 1);
-		idx[W_MIXED][i] = (uint32_t)(rng() % (2 * n));
+		idx[W_EST][i] = est_keys[rng() % n_est];
+		idx[W_TW][i] = tw_keys[rng() % n_tw];
+		idx[W_MIXED][i] = (uint32_t)(rng() % total);
 		idx[W_BATCH][i] = idx[W_MIXED][i];
-		idx[W_MISS][i] = (uint32_t)(2 * n + rng() % n);
+		idx[W_MISS][i] = (uint32_t)(total + rng() % n_est);
 	}
 	for (b = 0; b < 2; b++) {
-		int err = fill(&tabs[b], keys, n);
+		int err = fill(&tabs[b], keys);
 
 		if (err) {
 			/* A duplicate random tuple is possible but rare. */
@@ -216,7 +244,7 @@ int main(int argc, char **argv)
 						       w == W_MISS);
 
 	printf("# %zu established + %zu time-wait entries, %zu lookups x %d reps\n",
-	       n, n, l, reps);
+	       n_est, n_tw, l, reps);
 	printf("%-8s %-6s %8s %18s\n", "backend", "load", "ns/op", "spread");
 	for (w = 0; w < W_COUNT; w++) {
 		for (b = 0; b < 2; b++) {
@@ -241,6 +269,8 @@ int main(int argc, char **argv)
 	}
 	rcu_unregister_thread();
 	free(keys);
+	free(est_keys);
+	free(tw_keys);
 	for (w = 0; w < W_COUNT; w++)
 		free(idx[w]);
 	return 0;
