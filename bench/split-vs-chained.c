@@ -105,7 +105,8 @@ static int fill(struct table *tb, const struct conntab_key *keys)
 		if (conntab_insert(tb->t, &tb->nodes[i], &keys[i]))
 			return -EEXIST;
 	for (i = 0; i < total; i++)
-		if (key_is_tw(i) && conntab_timewait(tb->t, &tb->nodes[i], &tb->nodes[i]))
+		if (key_is_tw(i) &&
+		    conntab_timewait(tb->t, &tb->nodes[i], &tb->nodes[i]))
 			return -EINVAL;
 	return 0;
 }
@@ -130,7 +131,8 @@ static double run(struct table *tb, const struct conntab_key *keys,
 
 				for (k = 0; k < 16; k++)
 					bk[k] = keys[idx[j + k]];
-				found += conntab_lookup_batch(tb->t, bk, out, 16);
+				found += conntab_lookup_batch(tb->t, bk, out,
+							      16);
 			}
 		} else {
 			for (j = i; j < end; j++)
@@ -172,8 +174,8 @@ int main(int argc, char **argv)
 			reps = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-n N] [-w W] [-l LOOKUPS] [-r REPS]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [-n N] [-w W] "
+				"[-l LOOKUPS] [-r REPS]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -231,7 +233,8 @@ int main(int argc, char **argv)
 		if (err) {
 			/* A duplicate random tuple is possible but rare. */
 			fprintf(stderr, "%s: fill: %s\n",
-				conntab_backend_name(tabs[b].be), strerror(-err));
+				conntab_backend_name(tabs[b].be),
+				strerror(-err));
 			return 1;
 		}
 	}
@@ -239,12 +242,12 @@ int main(int argc, char **argv)
 	for (r = 0; r < reps; r++)
 		for (w = 0; w < W_COUNT; w++)
 			for (b = 0; b < 2; b++)
-				tabs[b].ns[w][r] = run(&tabs[b], keys, idx[w], l,
-						       w == W_BATCH,
+				tabs[b].ns[w][r] = run(&tabs[b], keys, idx[w],
+						       l, w == W_BATCH,
 						       w == W_MISS);
 
-	printf("# %zu established + %zu time-wait entries, %zu lookups x %d reps\n",
-	       n_est, n_tw, l, reps);
+	printf("# %zu established + %zu time-wait entries, "
+	       "%zu lookups x %d reps\n", n_est, n_tw, l, reps);
 	printf("%-8s %-6s %8s %18s\n", "backend", "load", "ns/op", "spread");
 	for (w = 0; w < W_COUNT; w++) {
 		for (b = 0; b < 2; b++) {
@@ -260,8 +263,9 @@ int main(int argc, char **argv)
 		struct conntab_stats st;
 
 		conntab_stats(tabs[b].t, &st);
-		printf("# %s: entries %zu timewait %zu buckets %zu max_depth %zu "
-		       "memory %zu B\n", conntab_backend_name(tabs[b].be),
+		printf("# %s: entries %zu timewait %zu buckets %zu "
+		       "max_depth %zu memory %zu B\n",
+		       conntab_backend_name(tabs[b].be),
 		       st.entries, st.timewait, st.buckets, st.max_depth,
 		       st.memory);
 		conntab_destroy(tabs[b].t, NULL);

@@ -473,7 +473,8 @@ static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		for (n = ct_rcu_deref(*split_head(sp, b, CONNTAB_TIMEWAIT));
 		     !ct_is_nulls(n); n = next) {
-			next = ct_rcu_deref(n->ct_next);	/* fn may unlink n */
+			/* fn may unlink n; its link stays. */
+			next = ct_rcu_deref(n->ct_next);
 			if (split_snap_has(&sn, n))
 				continue;
 			ret = fn(n, arg);

@@ -153,7 +153,8 @@ static void *cycle_writer(void *arg)
 			struct obj *next = obj_new(i);
 
 			if (conntab_insert_recycle(tab, &next->node, &mkeys[i],
-						   &rec) || rec != &tw[i]->node) {
+						   &rec) ||
+			    rec != &tw[i]->node) {
 				errs[w]++;
 				goto out;
 			}
@@ -318,8 +319,9 @@ static void release_fn(struct conntab_node *n)
  * candidates that do not are removed again, so no other chain grows.
  */
 static void find_colliding(const struct conntab_config *cfg,
-			   const struct conntab_key *ref, struct conntab_key *out,
-			   int n, uint16_t lport, uint32_t *next)
+			   const struct conntab_key *ref,
+			   struct conntab_key *out, int n, uint16_t lport,
+			   uint32_t *next)
 {
 	struct conntab *t = conntab_create(cfg);
 	struct conntab_node rn, *cand = calloc((size_t)n, sizeof(*cand));
@@ -349,7 +351,8 @@ static void find_colliding(const struct conntab_config *cfg,
 
 /* Do @a and @b share a bucket in a table made from @cfg? */
 static bool same_bucket(const struct conntab_config *cfg,
-			const struct conntab_key *a, const struct conntab_key *b)
+			const struct conntab_key *a,
+			const struct conntab_key *b)
 {
 	struct conntab *t = conntab_create(cfg);
 	struct conntab_node na, nb;
