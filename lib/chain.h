@@ -119,6 +119,46 @@ static inline void ct_chain_unlink(struct conntab_node **pprev,
 }
 
 /*
+ * Writer (chain locked): as ct_chain_unlink(), with a release store. For a
+ * backend whose readers conclude, from not finding a key on one chain, that
+ * what a writer did before under the same lock (linking the key into
+ * another chain) is visible: a reader that reads this store and then
+ * issues an acquire fence sees everything done before it.
+ */
+static inline void ct_chain_unlink_release(struct conntab_node **pprev,
+					   struct conntab_node *n)
+{
+	/* n->ct_next stays: a reader on n goes on to its old successor. */
+	ct_rcu_assign(*pprev, n->ct_next);	/* pairs with readers' fence */
+}
+
+/*
+ * Writer (both chains locked): move the linked node @n (*@pprev points to
+ * it) to the head of another chain @dst, so that it is never off both:
+ *
+ *  1. n->ct_next = *dst: a reader standing on n now continues into @dst
+ *     and ends on @dst's marker, so ct_chain_lookup() restarts its own
+ *     chain instead of missing that chain's rest;
+ *  2. publish n at *dst: n is on both chains;
+ *  3. unlink n from its old chain, saved successor, release store.
+ *
+ * A reader of n's key finds n on the old chain before step 3 and on @dst
+ * from step 2 on; one that finds it gone from the old chain and then
+ * fences (acquire) sees step 2. All three are release stores: what each
+ * publishes (n, the old head of @dst) was initialised before.
+ */
+static inline void ct_chain_move(struct conntab_node **pprev,
+				 struct conntab_node *n,
+				 struct conntab_node **dst)
+{
+	struct conntab_node *succ = n->ct_next;
+
+	ct_rcu_assign(n->ct_next, *dst);
+	ct_rcu_assign(*dst, n);
+	ct_rcu_assign(*pprev, succ);
+}
+
+/*
  * Writer (chain locked): put initialised @new in the place of @old in one
  * store. A reader sees either @old or @new there, and both lead on to the
  * same successor.

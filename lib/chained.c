@@ -20,17 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "chain.h"
 #include "conntab-int.h"
-#include "mem.h"
+#include "heads.h"
 
-/*
- * Bucket count limits: 64 for expected = 0; at most 2^27 (1 GiB of heads),
- * beyond which a fixed table is the wrong tool (use CONNTAB_EXTHASH) and
- * the load factor rises above 1 instead.
- */
+/* Smallest table, for expected = 0. */
 #define CT_CHAINED_MIN_BUCKETS	64
-#define CT_CHAINED_MAX_BUCKETS	((size_t)1 << 27)
 
 struct ct_chained {
 	struct conntab base;
@@ -47,32 +43,24 @@ static inline struct ct_chained *ct_chained(struct conntab *t)
 static struct conntab *chained_create(const struct conntab *tmpl,
 				      const struct conntab_config *cfg)
 {
-	size_t nb = cfg->expected;
+	size_t nb = ct_buckets_for(cfg->expected, CT_CHAINED_MIN_BUCKETS);
 	struct ct_chained *c;
-	size_t i;
 
-	if (nb < CT_CHAINED_MIN_BUCKETS)
-		nb = CT_CHAINED_MIN_BUCKETS;
-	if (nb > CT_CHAINED_MAX_BUCKETS)
-		nb = CT_CHAINED_MAX_BUCKETS;
-	nb = ct_roundup_pow2(nb);
 	c = aligned_alloc(CT_CACHELINE, sizeof(*c));
 	if (!c)
 		goto nomem;
 	memset(c, 0, sizeof(*c));
 	c->base = *tmpl;
 	c->mask = (uint32_t)(nb - 1);
-	c->buckets = ct_array_alloc(nb * sizeof(*c->buckets));
+	c->buckets = ct_heads_alloc(nb);
 	if (!c->buckets)
 		goto nomem;
-	for (i = 0; i < nb; i++)
-		c->buckets[i] = ct_nulls(i);
 	if (ct_locks_init(&c->locks, nb))
 		goto nomem;
 	return &c->base;
 nomem:
 	if (c)
-		ct_array_free(c->buckets, nb * sizeof(*c->buckets));
+		ct_heads_free(c->buckets, nb);
 	free(c);
 	errno = ENOMEM;
 	return NULL;
@@ -82,19 +70,10 @@ static void chained_destroy(struct conntab *t,
 			    void (*release)(struct conntab_node *))
 {
 	struct ct_chained *c = ct_chained(t);
-	struct conntab_node *n, *next;
-	size_t i;
 
-	for (i = 0; i <= c->mask; i++) {
-		for (n = c->buckets[i]; !ct_is_nulls(n); n = next) {
-			next = n->ct_next;	/* release may free n */
-			ct_node_release(n);
-			if (release)
-				release(n);
-		}
-	}
+	ct_heads_release(c->buckets, (size_t)c->mask + 1, release);
 	ct_locks_fini(&c->locks);
-	ct_array_free(c->buckets, ((size_t)c->mask + 1) * sizeof(*c->buckets));
+	ct_heads_free(c->buckets, (size_t)c->mask + 1);
 	free(c);
 }
 
@@ -129,54 +108,46 @@ static int chained_insert(struct conntab *t, struct conntab_node *n,
 	return err;
 }
 
-static struct conntab_node *chained_lookup(struct conntab *t,
-					   const struct conntab_key *k)
+static inline struct conntab_node *
+chained_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 {
 	struct ct_chained *c = ct_chained(t);
-	uint32_t h = ct_hash_key(&t->secret, k);
 	uint32_t b = h & c->mask;
 
 	return ct_chain_lookup(&c->buckets[b], b, h, k);
 }
 
-/*
- * Batches go through the memory hierarchy in three passes so that the
- * misses of a whole group overlap instead of queueing one after another:
- * hash every key and prefetch its bucket slot; load the slots and prefetch
- * the first node of each chain; then walk the chains, which mostly hit.
- */
-#define CT_BATCH	16
+static struct conntab_node *chained_lookup(struct conntab *t,
+					   const struct conntab_key *k)
+{
+	return chained_find(t, ct_hash_key(&t->secret, k), k);
+}
+
+static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
+{
+	struct ct_chained *c = ct_chained(t);
+
+	__builtin_prefetch(&c->buckets[h & c->mask]);
+}
+
+static inline void chained_prefetch_first(struct conntab *t, uint32_t h)
+{
+	struct ct_chained *c = ct_chained(t);
+	struct conntab_node *first = ct_rcu_deref(c->buckets[h & c->mask]);
+
+	if (!ct_is_nulls(first))
+		__builtin_prefetch(first);
+}
 
 static size_t chained_lookup_batch(struct conntab *t,
 				   const struct conntab_key *keys,
 				   struct conntab_node **out, size_t n)
 {
-	struct ct_chained *c = ct_chained(t);
-	uint32_t h[CT_BATCH];
-	size_t base, i, m, found = 0;
-
-	for (base = 0; base < n; base += m) {
-		m = n - base < CT_BATCH ? n - base : CT_BATCH;
-		for (i = 0; i < m; i++) {
-			h[i] = ct_hash_key(&t->secret, &keys[base + i]);
-			__builtin_prefetch(&c->buckets[h[i] & c->mask]);
-		}
-		for (i = 0; i < m; i++) {
-			struct conntab_node *first =
-				ct_rcu_deref(c->buckets[h[i] & c->mask]);
-
-			if (!ct_is_nulls(first))
-				__builtin_prefetch(first);
-		}
-		for (i = 0; i < m; i++) {
-			uint32_t b = h[i] & c->mask;
-
-			out[base + i] = ct_chain_lookup(&c->buckets[b], b, h[i],
-							&keys[base + i]);
-			found += out[base + i] != NULL;
-		}
-	}
-	return found;
+	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
+		.bucket	= chained_prefetch_bucket,
+		.first	= chained_prefetch_first,
+		.find	= chained_find,
+	});
 }
 
 static int chained_remove(struct conntab *t, struct conntab_node *n)
@@ -262,25 +233,13 @@ static int chained_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 static void chained_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_chained *c = ct_chained(t);
-	size_t i, len;
-	uint32_t sidx;
 
 	ct_locks_count(&c->locks, &st->entries, &st->timewait);
 	st->buckets = (size_t)c->mask + 1;
-	st->memory = sizeof(*c) + st->buckets * sizeof(*c->buckets) +
+	st->memory = sizeof(*c) + ct_heads_memory(st->buckets) +
 		     ct_locks_memory(&c->locks);
-	/* Each stripe covers the buckets congruent to it modulo the stripes. */
-	for (sidx = 0; sidx <= c->locks.mask; sidx++) {
-		struct ct_stripe *s = &c->locks.stripe[sidx];
-
-		ct_spin_lock(&s->lock);
-		for (i = sidx; i <= c->mask; i += (size_t)c->locks.mask + 1) {
-			len = ct_chain_len(&c->buckets[i]);
-			if (len > st->max_depth)
-				st->max_depth = len;
-		}
-		ct_unlock_stripe(s);
-	}
+	st->max_depth = ct_heads_max_depth(c->buckets, st->buckets, 1,
+					   &c->locks);
 	st->resizes = 0;
 }
 

@@ -22,7 +22,9 @@
 
 struct ct_stripe {
 	uint32_t lock;		/* 0 free, 1 held */
-	uint32_t pad;
+	uint32_t seq;		/* odd while a writer moves a key against the
+				   readers' scan order (split.c); readers
+				   check it on their miss path only */
 	long entries;		/* nodes in this stripe's buckets (under lock) */
 	long timewait;		/* of which TIME_WAIT (under lock) */
 } __attribute__((aligned(CT_CACHELINE)));

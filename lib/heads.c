@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Arrays of chain heads: allocation, teardown and the depth scan.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "chain.h"
+#include "conntab-int.h"
+#include "heads.h"
+#include "mem.h"
+
+size_t ct_buckets_for(size_t expected, size_t min)
+{
+	if (expected > CT_MAX_BUCKETS)
+		expected = CT_MAX_BUCKETS;
+	return ct_roundup_pow2(expected > min ? expected : min);
+}
+
+size_t ct_heads_memory(size_t n)
+{
+	return n * sizeof(struct conntab_node *);
+}
+
+struct conntab_node **ct_heads_alloc(size_t n)
+{
+	struct conntab_node **heads;
+	size_t i;
+
+	/* Every id must fit in a marker: (id << 1) | 1. */
+	if (!n || n > SIZE_MAX / sizeof(*heads) - CT_CACHELINE ||
+	    n - 1 > UINTPTR_MAX >> 1)
+		return NULL;
+	heads = ct_array_alloc(ct_heads_memory(n));
+	if (!heads)
+		return NULL;
+	for (i = 0; i < n; i++)
+		heads[i] = ct_nulls(i);
+	return heads;
+}
+
+void ct_heads_free(struct conntab_node **heads, size_t n)
+{
+	ct_array_free(heads, ct_heads_memory(n));
+}
+
+void ct_heads_release(struct conntab_node **heads, size_t n,
+		      void (*release)(struct conntab_node *))
+{
+	struct conntab_node *node, *next;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		for (node = heads[i]; !ct_is_nulls(node); node = next) {
+			next = node->ct_next;	/* release may free node */
+			ct_node_release(node);
+			if (release)
+				release(node);
+		}
+	}
+}
+
+size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
+			  unsigned int per_bucket, const struct ct_locks *lk)
+{
+	size_t stripes = (size_t)lk->mask + 1;
+	size_t b, len, depth = 0;
+	unsigned int j;
+	uint32_t sidx;
+
+	/* Each stripe covers the buckets congruent to it modulo the stripes. */
+	for (sidx = 0; sidx <= lk->mask; sidx++) {
+		struct ct_stripe *s = &lk->stripe[sidx];
+
+		ct_spin_lock(&s->lock);
+		for (b = sidx; b < nbuckets; b += stripes) {
+			for (j = 0; j < per_bucket; j++) {
+				len = ct_chain_len(&heads[b * per_bucket + j]);
+				if (len > depth)
+					depth = len;
+			}
+		}
+		ct_unlock_stripe(s);
+	}
+	return depth;
+}

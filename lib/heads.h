@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Arrays of chain heads, shared by the hash backends.
+ *
+ * A backend's buckets are an array of nulls-terminated chain heads
+ * (chain.h) in which head i ends in the marker ct_nulls(i), so that every
+ * chain of the table has its own marker. CONNTAB_CHAINED has one head per
+ * bucket; CONNTAB_SPLIT has two side by side (established, time-wait).
+ * The writer locks (lock.h) stripe over buckets: stripe s covers the
+ * buckets b with b % stripes == s, and all heads of those buckets.
+ */
+#ifndef CT_HEADS_H
+#define CT_HEADS_H
+
+#include <stddef.h>
+
+#include "conntab/conntab.h"
+#include "lock.h"
+
+/*
+ * Bucket limit of the fixed-size backends: past 2^27 buckets (1 GiB of
+ * heads per head per bucket) a fixed table is the wrong tool (use
+ * CONNTAB_EXTHASH), and the load factor rises above 1 instead.
+ */
+#define CT_MAX_BUCKETS	((size_t)1 << 27)
+
+/*
+ * Bucket count for a sizing hint: a power of two >= @expected, at least
+ * @min (a power of two), at most CT_MAX_BUCKETS.
+ */
+size_t ct_buckets_for(size_t expected, size_t min);
+
+/*
+ * @n empty chain heads, head i ending in ct_nulls(i), the array aligned to
+ * a cache line (huge-page backed when large: mem.h). NULL on allocation
+ * failure or overflow.
+ */
+struct conntab_node **ct_heads_alloc(size_t n);
+
+/* Free an array of @n heads from ct_heads_alloc() (no readers left). */
+void ct_heads_free(struct conntab_node **heads, size_t n);
+
+/* Bytes an array of @n heads takes (as allocated). */
+size_t ct_heads_memory(size_t n);
+
+/*
+ * Unlink every node of @n heads (no readers or writers left): clear its
+ * claim and pass it to @release (may be NULL), which may free it.
+ */
+void ct_heads_release(struct conntab_node **heads, size_t n,
+		      void (*release)(struct conntab_node *));
+
+/*
+ * The longest chain among @nbuckets buckets of @per_bucket heads each
+ * (bucket b owns heads b * per_bucket ...), scanned stripe by stripe under
+ * each stripe's lock so that no writer changes a chain while it is counted.
+ */
+size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
+			  unsigned int per_bucket, const struct ct_locks *lk);
+
+#endif /* CT_HEADS_H */

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_SPLIT: an established and a time-wait chain side by side in every
+ * bucket (Eric Dumazet's ehash layout, 2007).
+ *
+ * Layout. Bucket b is two chain heads, 16 bytes:
+ *
+ *	heads[2b]	established chain, ends in ct_nulls(2b)
+ *	heads[2b + 1]	time-wait chain, ends in ct_nulls(2b + 1)
+ *
+ * so four buckets share a 64-byte line and the array is aligned to a line
+ * (heads.h): a lookup of either state loads one bucket line, then the nodes
+ * it walks (link, hash and key share a node's line, conntab.h). An
+ * established hit costs two lines, as in CONNTAB_CHAINED, and time-wait
+ * entries, often the majority on a busy server, do not lengthen the chains
+ * that established lookups walk. The bucket count is a power of two
+ * >= expected, so the two chains of a bucket hold one node on average at
+ * the sizing hint. Writers lock the stripe of the key's hash (lock.h); a
+ * stripe covers whole buckets, so it guards both chains of a bucket.
+ *
+ * Invariant (S): a node is on its bucket's established chain iff its state
+ * is CONNTAB_ESTABLISHED, else on the time-wait chain, except inside a
+ * writer's critical section that moves it. Writers find a node's chain
+ * from its state.
+ *
+ * Invariant (R): every store a writer makes to a link that readers follow
+ * is a release store (push, unlink, move). A reader that reads one of them
+ * and then issues an acquire fence sees everything writers did before it
+ * under that stripe's lock (the lock orders them).
+ *
+ * Readers scan the established chain, then the time-wait chain. Keys move
+ * between the two chains of their bucket in two ways:
+ *
+ *  - est -> tw (conntab_timewait), along the scan order. The key is linked
+ *    into the tw chain before it is unlinked from the est chain (the same
+ *    node with ct_chain_move(), or a separate tw node pushed first). By (R)
+ *    and the reader's fence between its two scans, a reader that finds the
+ *    key gone from est finds it on tw. A reader standing on a node while it
+ *    moves follows it into the tw chain, ends on the tw marker and restarts
+ *    its est scan (chain.h).
+ *
+ *  - tw -> est (conntab_insert_recycle), against the scan order: a reader
+ *    could scan est before the new node is pushed and tw after the old one
+ *    is unlinked, and miss both. The stripe's seq is odd for the duration
+ *    of such a move. A hit needs no check; a miss is trusted only after a
+ *    scan of both chains that started on an even seq and ended on the same
+ *    seq (split_find_slow). So the hit path stays one bucket line plus the
+ *    nodes walked, and only misses read the stripe's line.
+ *
+ * Nodes never leave a tw chain for another chain (recycling links a fresh
+ * node into est), so a reader on a tw chain is never diverted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "chain.h"
+#include "conntab-int.h"
+#include "heads.h"
+
+/* Smallest table, for expected = 0. */
+#define CT_SPLIT_MIN_BUCKETS	64
+
+struct ct_split {
+	struct conntab base;
+	struct conntab_node **heads;	/* 2 per bucket: est, tw */
+	uint32_t mask;			/* buckets - 1 */
+	struct ct_locks locks;
+};
+
+static inline struct ct_split *ct_split(struct conntab *t)
+{
+	return (struct ct_split *)t;
+}
+
+/* Chain ids (and head indices) of bucket @b: est is 2b, tw is 2b + 1. */
+static inline uintptr_t split_est_id(uint32_t b)
+{
+	return 2 * (uintptr_t)b;
+}
+
+static inline struct conntab_node **split_head(struct ct_split *sp,
+					       uint32_t b, int state)
+{
+	return &sp->heads[split_est_id(b) + (state == CONNTAB_TIMEWAIT)];
+}
+
+static struct conntab *split_create(const struct conntab *tmpl,
+				    const struct conntab_config *cfg)
+{
+	size_t nb = ct_buckets_for(cfg->expected, CT_SPLIT_MIN_BUCKETS);
+	struct ct_split *sp;
+
+	sp = aligned_alloc(CT_CACHELINE, sizeof(*sp));
+	if (!sp)
+		goto nomem;
+	memset(sp, 0, sizeof(*sp));
+	sp->base = *tmpl;
+	sp->mask = (uint32_t)(nb - 1);
+	sp->heads = ct_heads_alloc(2 * nb);
+	if (!sp->heads)
+		goto nomem;
+	if (ct_locks_init(&sp->locks, nb))
+		goto nomem;
+	return &sp->base;
+nomem:
+	if (sp)
+		ct_heads_free(sp->heads, 2 * nb);
+	free(sp);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void split_destroy(struct conntab *t,
+			  void (*release)(struct conntab_node *))
+{
+	struct ct_split *sp = ct_split(t);
+
+	ct_heads_release(sp->heads, 2 * ((size_t)sp->mask + 1), release);
+	ct_locks_fini(&sp->locks);
+	ct_heads_free(sp->heads, 2 * ((size_t)sp->mask + 1));
+	free(sp);
+}
+
+/*
+ * Bracket a move against the readers' scan order (writer, stripe locked).
+ * The fence after the odd store orders it before the move's link stores
+ * (already release stores by (R); the fence states the seqlock pairing):
+ * a reader that sees any of them sees seq changed after its own fence.
+ */
+static inline void split_seq_begin(struct ct_stripe *s)
+{
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void split_seq_end(struct ct_stripe *s)
+{
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+}
+
+static int split_insert(struct conntab *t, struct conntab_node *n,
+			struct conntab_node **recycled)
+{
+	struct ct_split *sp = ct_split(t);
+	uint32_t h = n->ct_hash, b = h & sp->mask;
+	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
+	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
+	struct conntab_node **pprev, *old;
+	struct ct_stripe *s;
+	int err = 0;
+
+	s = ct_lock_hash(&sp->locks, h);
+	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev)) {
+		err = -EEXIST;
+	} else if ((old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev))) {
+		if (!recycled) {
+			err = -EEXIST;
+		} else {
+			/*
+			 * tw -> est: push first, so the key is on a chain at
+			 * every instant; seq odd meanwhile, since a reader
+			 * scans est before tw (see top of file).
+			 */
+			split_seq_begin(s);
+			ct_chain_push(est, n);
+			ct_chain_unlink_release(pprev, old);
+			split_seq_end(s);
+			ct_node_release(old);
+			s->timewait--;
+			*recycled = old;
+		}
+	} else if (!ct_reserve(t)) {
+		err = -ENOSPC;
+	} else {
+		ct_chain_push(est, n);
+		s->entries++;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+/* Reader: one pass over the est chain, then the tw chain of bucket @b. */
+static inline struct conntab_node *
+split_scan(struct ct_split *sp, uint32_t b, uint32_t h,
+	   const struct conntab_key *k)
+{
+	uintptr_t id = split_est_id(b);
+	struct conntab_node *n;
+
+	n = ct_chain_lookup(&sp->heads[id], id, h, k);
+	if (__builtin_expect(n != NULL, 1))
+		return n;
+	/*
+	 * Pairs with the release stores of (R): if the est scan saw a node
+	 * of our key unlinked by a move to tw, the tw scan sees it linked.
+	 */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return ct_chain_lookup(&sp->heads[id + 1], id + 1, h, k);
+}
+
+/*
+ * Reader, after a pass that missed: a miss is trusted only if no move
+ * against the scan order ran on the stripe during a whole pass, i.e. seq
+ * was even before it and unchanged after it. Any store of such a move that
+ * the pass read was made after the odd seq store (release, (R)), so with
+ * the fence the second seq load sees seq changed. An odd seq means a move
+ * is between its two link stores: a few stores under a spinlock, so the
+ * reader waits it out like a seqlock reader (yielding now and then, in
+ * case the writer was preempted there).
+ */
+static __attribute__((noinline, cold)) struct conntab_node *
+split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
+		const struct conntab_key *k)
+{
+	const struct ct_stripe *s = ct_stripe_of(&sp->locks, h);
+	struct conntab_node *n;
+	unsigned int spins = 0;
+	uint32_t seq;
+
+	for (;;) {
+		seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		if (seq & 1) {
+			if (++spins & 1023)
+				ct_cpu_relax();
+			else
+				sched_yield();
+			continue;
+		}
+		n = split_scan(sp, b, h, k);
+		if (n)
+			return n;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
+			return NULL;
+	}
+}
+
+static inline struct conntab_node *
+split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
+{
+	struct ct_split *sp = ct_split(t);
+	uint32_t b = h & sp->mask;
+	struct conntab_node *n;
+
+	/* A hit is always right; only a miss needs the seq check. */
+	n = split_scan(sp, b, h, k);
+	if (__builtin_expect(n != NULL, 1))
+		return n;
+	return split_find_slow(sp, b, h, k);
+}
+
+static struct conntab_node *split_lookup(struct conntab *t,
+					 const struct conntab_key *k)
+{
+	return split_find(t, ct_hash_key(&t->secret, k), k);
+}
+
+static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
+{
+	struct ct_split *sp = ct_split(t);
+
+	__builtin_prefetch(&sp->heads[split_est_id(h & sp->mask)]);
+}
+
+/* Both chains' first nodes: the batch does not know which state it wants. */
+static inline void split_prefetch_first(struct conntab *t, uint32_t h)
+{
+	struct ct_split *sp = ct_split(t);
+	struct conntab_node **bk = &sp->heads[split_est_id(h & sp->mask)];
+	struct conntab_node *e = ct_rcu_deref(bk[0]);
+	struct conntab_node *w = ct_rcu_deref(bk[1]);
+
+	if (!ct_is_nulls(e))
+		__builtin_prefetch(e);
+	if (!ct_is_nulls(w))
+		__builtin_prefetch(w);
+}
+
+static size_t split_lookup_batch(struct conntab *t,
+				 const struct conntab_key *keys,
+				 struct conntab_node **out, size_t n)
+{
+	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
+		.bucket	= split_prefetch_bucket,
+		.first	= split_prefetch_first,
+		.find	= split_find,
+	});
+}
+
+static int split_remove(struct conntab *t, struct conntab_node *n)
+{
+	struct ct_split *sp = ct_split(t);
+	uint32_t h = n->ct_hash, b = h & sp->mask;
+	struct conntab_node **pprev;
+	struct ct_stripe *s;
+	int err = -ENOENT;
+
+	s = ct_lock_hash(&sp->locks, h);
+	/* Recheck under the lock: a racing remove may have won. By (S) the
+	 * state names the chain. */
+	if (ct_node_owned(n, t) &&
+	    (pprev = ct_chain_pprev(split_head(sp, b, n->ct_state), n))) {
+		ct_chain_unlink_release(pprev, n);
+		ct_node_release(n);
+		s->entries--;
+		if (n->ct_state == CONNTAB_TIMEWAIT)
+			s->timewait--;
+		ct_unreserve(t);
+		err = 0;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+static int split_timewait(struct conntab *t, struct conntab_node *est,
+			  struct conntab_node *tw)
+{
+	struct ct_split *sp = ct_split(t);
+	uint32_t h = est->ct_hash, b = h & sp->mask;
+	struct conntab_node **twhead = split_head(sp, b, CONNTAB_TIMEWAIT);
+	struct conntab_node **pprev = NULL;
+	struct ct_stripe *s;
+	int err = 0;
+
+	s = ct_lock_hash(&sp->locks, h);
+	if (!ct_node_owned(est, t) ||
+	    !(pprev = ct_chain_pprev(split_head(sp, b, est->ct_state), est))) {
+		err = -ENOENT;
+	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
+		err = -EINVAL;
+	} else if (tw == est) {
+		/*
+		 * The node itself changes chains (ct_chain_move: tw chain
+		 * first, then off est). Its state changes first, so a walker
+		 * of the tw chain never sees it ESTABLISHED; a reader that
+		 * finds it on est meanwhile sees either state.
+		 */
+		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
+				 __ATOMIC_RELAXED);
+		ct_chain_move(pprev, est, twhead);
+		s->timewait++;
+	} else {
+		/* tw on its chain before est leaves its own (R). */
+		ct_chain_push(twhead, tw);
+		ct_chain_unlink_release(pprev, est);
+		ct_node_release(est);
+		s->timewait++;
+	}
+	ct_unlock_stripe(s);
+	return err;
+}
+
+/*
+ * Walk snapshot of one est chain: a stack buffer that grows on the heap for
+ * the rare chain longer than it.
+ */
+#define CT_SPLIT_SNAP	32
+
+struct split_snap {
+	struct conntab_node **v;
+	size_t len, cap;
+	struct conntab_node *local[CT_SPLIT_SNAP];
+};
+
+static int split_snap_add(struct split_snap *sn, struct conntab_node *n)
+{
+	if (sn->len == sn->cap) {
+		struct conntab_node **v;
+
+		v = malloc(2 * sn->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memcpy(v, sn->v, sn->len * sizeof(*v));
+		if (sn->v != sn->local)
+			free(sn->v);
+		sn->v = v;
+		sn->cap *= 2;
+	}
+	sn->v[sn->len++] = n;
+	return 0;
+}
+
+static bool split_snap_has(const struct split_snap *sn,
+			   const struct conntab_node *n)
+{
+	size_t i;
+
+	for (i = 0; i < sn->len; i++)
+		if (sn->v[i] == n)
+			return true;
+	return false;
+}
+
+/*
+ * The est chain of bucket @b, taken again until a pass ends on its own
+ * marker: then it holds every node that was on the chain for the whole
+ * pass, each once (nodes only join an est chain at its head, and never
+ * rejoin one they left).
+ */
+static int split_snap_est(struct ct_split *sp, uint32_t b,
+			  struct split_snap *sn)
+{
+	uintptr_t id = split_est_id(b);
+	struct conntab_node *n;
+	int err;
+
+again:
+	sn->len = 0;
+	for (n = ct_rcu_deref(sp->heads[id]); !ct_is_nulls(n);
+	     n = ct_rcu_deref(n->ct_next)) {
+		err = split_snap_add(sn, n);
+		if (err)
+			return err;
+	}
+	if (ct_nulls_id(n) != id)
+		goto again;	/* diverted by a move to tw */
+	return 0;
+}
+
+/*
+ * What the walk guarantees: a node in the table for the whole walk is
+ * visited exactly once, also if it moves from est to tw meanwhile (the
+ * in-place conntab_timewait keeps the node in the table):
+ *
+ *  - a bucket's two chains are walked as a unit: first a snapshot of its
+ *    est chain (complete by split_snap_est), then, after an acquire fence,
+ *    its tw chain live, skipping nodes that are in the snapshot. A node
+ *    that moved before the snapshot is on tw (R); one that moved after it
+ *    is in the snapshot and skipped on tw; so it is seen once either way;
+ *  - fn runs on the snapshot, not on a live est chain, so fn (or another
+ *    writer) moving a node to tw cannot divert the walk, and a snapshot
+ *    taken again after a diversion has called no fn yet;
+ *  - the tw chain can be walked live: its nodes leave it only by unlink,
+ *    which keeps their link, so fn may remove the node it is given.
+ *
+ * conntab_walk_state(CONNTAB_TIMEWAIT) walks only the tw chains, no est
+ * entry is read; CONNTAB_ESTABLISHED only the est snapshots, skipping a
+ * node caught in its move to tw. The walk needs memory only for an est
+ * chain longer than CT_SPLIT_SNAP; if that allocation fails it returns
+ * -ENOMEM, having visited no node twice.
+ */
+static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
+{
+	struct ct_split *sp = ct_split(t);
+	struct split_snap sn = { .cap = CT_SPLIT_SNAP };
+	struct conntab_node *n, *next;
+	uint32_t b = 0;
+	size_t i;
+	int ret = 0;
+
+	sn.v = sn.local;
+	do {
+		sn.len = 0;
+		if (state != CONNTAB_TIMEWAIT) {
+			ret = split_snap_est(sp, b, &sn);
+			if (ret)
+				goto out;
+			for (i = 0; i < sn.len; i++) {
+				n = sn.v[i];
+				if (state != CT_WALK_ALL &&
+				    (int)conntab_node_state(n) != state)
+					continue;
+				ret = fn(n, arg);
+				if (ret)
+					goto out;
+			}
+		}
+		if (state == CONNTAB_ESTABLISHED)
+			continue;
+		/* Pairs with (R): a node gone from the snapshot is on tw. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		for (n = ct_rcu_deref(*split_head(sp, b, CONNTAB_TIMEWAIT));
+		     !ct_is_nulls(n); n = next) {
+			/* fn may unlink n; its link stays. */
+			next = ct_rcu_deref(n->ct_next);
+			if (split_snap_has(&sn, n))
+				continue;
+			ret = fn(n, arg);
+			if (ret)
+				goto out;
+		}
+	} while (b++ < sp->mask);
+out:
+	if (sn.v != sn.local)
+		free(sn.v);
+	return ret;
+}
+
+static void split_stats(struct conntab *t, struct conntab_stats *st)
+{
+	struct ct_split *sp = ct_split(t);
+
+	ct_locks_count(&sp->locks, &st->entries, &st->timewait);
+	st->buckets = (size_t)sp->mask + 1;
+	st->memory = sizeof(*sp) + ct_heads_memory(2 * st->buckets) +
+		     ct_locks_memory(&sp->locks);
+	/* The longest single chain, est or tw. */
+	st->max_depth = ct_heads_max_depth(sp->heads, st->buckets, 2,
+					   &sp->locks);
+	st->resizes = 0;
+}
+
+const struct conntab_ops ct_split_ops = {
+	.create		= split_create,
+	.destroy	= split_destroy,
+	.insert		= split_insert,
+	.lookup		= split_lookup,
+	.lookup_batch	= split_lookup_batch,
+	.remove		= split_remove,
+	.timewait	= split_timewait,
+	.walk		= split_walk,
+	.stats		= split_stats,
+};
