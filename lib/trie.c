@@ -25,16 +25,22 @@
  *  - every internal node has >= 2 children, so there are < N of them and
  *    the child slots number < 2N: memory per entry is bounded by about
  *    (node header + rounded prefix) + 2 pointers, whatever the keys;
- *  - pos strictly grows along a path, so depth <= 128 / S + 1 levels for
- *    IPv4 and 320 / S + 1 for IPv6, whatever the keys (sequential, sharing
- *    long prefixes, differing in the last bit, or mixed families).
+ *  - pos strictly grows along a path, so depth <= ceil(128 / S) + 1
+ *    levels for IPv4 and ceil(320 / S) + 1 for IPv6, whatever the keys
+ *    (sequential, sharing long prefixes, differing in the last bit, or
+ *    mixed families).
  *
- * Stride: S = 4 by default (16-bit bitmap, an 8-byte node header: a node
- * with k children is 8 + 8k bytes plus its prefix). tests and bench/trie-
- * vs-chained measure it; S = 5 or 6 (build with -DCT_TRIE_STRIDE=6) cuts
- * the depth of a random table by a level at the price of a 16-byte header
- * and sparser nodes near the leaves. See the closing note of issue 5 for
- * the figures.
+ * Stride: S = 6 (a 64-bit bitmap, popcount of one word; a node with k
+ * children is 16 + 8k bytes plus its head). A lookup is one dependent
+ * cache miss per level, so the stride is what sets its cost: measured by
+ * bench/trie-vs-chained (CPU time, same keys, 256K random IPv4), S = 4
+ * (16-bit bitmap, 8-byte header, build with -DCT_TRIE_STRIDE=4) needs one
+ * level more and costs 1.7-1.8x a chained lookup against 1.25-1.4x for
+ * S = 6, at the same memory per entry (19.1 against 18.4 bytes): the
+ * wider nodes are sparser near the leaves, but there are fewer of them
+ * and fewer prefix heads. Wider strides (8: a 256-bit bitmap) would make
+ * the bottom nodes of a random table mostly pointers to 1-3 children
+ * behind a 32-byte bitmap; 6 is the widest whose bitmap is one word.
  *
  * Readers (RCU read lock held) load child words with ct_rcu_deref and never
  * write. Writers never change a published node's bitmap or pos: adding or
@@ -47,16 +53,28 @@
  * it leads to every key that was present across the change: a present key
  * is never missed, and a walk visits it exactly once.
  *
+ * Full nodes (all 2^S children present) are the exception: a node that
+ * fills up is published with bit 1 set in its child word and from then on
+ * is never copied or freed until the table is destroyed; its slots are
+ * updated in place, 0 meaning empty, and it never collapses. A node fills
+ * only when 2^S keys part at it, so full nodes number fewer than
+ * N / (2^S - 1) for the largest N the table held.
+ *
  * Writer locking: a spinlock in every internal node plus one for the root
- * slot, taken by lock coupling from the root down (parent before child,
- * at most two held), never a table lock. A writer holds the lock of the
- * node that owns the slot it stores into, and also the lock of the node it
+ * slot, never a table lock. A writer first follows full nodes from the
+ * root without locks (they are immortal), then locks the owner of the
+ * first slot that holds no full node and continues by lock coupling
+ * (parent before child, at most two held). It holds the lock of the node
+ * that owns the slot it stores into, and also the lock of the node it
  * replaces: since a node is only replaced by a writer holding its parent's
  * lock, a writer holding a parent may read and lock the child without the
  * RCU read lock (writers need not be RCU readers), and a node once
  * replaced is unreachable to writers. The prefix bytes of a replaced node
  * are reused as its rcu_head, which is safe because only writers (holding
- * its parent) read them. Lock order is tree order, top down.
+ * its parent) read them. Lock order is tree order, top down. In a random
+ * table the top levels are full, so writers in different subtrees share
+ * no lock; writers inside one sparse subtree (one local endpoint with few
+ * peers) serialise on its top node.
  *
  * If a copy-on-write allocation fails in remove (which cannot fail), the
  * leaf slot is pointed at the table's hole, a leaf with a key no lookup
@@ -70,7 +88,7 @@
 #include "key.h"
 
 #ifndef CT_TRIE_STRIDE
-# define CT_TRIE_STRIDE	4
+# define CT_TRIE_STRIDE	6
 #endif
 #define CT_S		CT_TRIE_STRIDE
 #define CT_FANOUT	(1u << CT_S)
@@ -131,9 +149,23 @@ static inline uintptr_t ct_leaf_word(struct conntab_node *n)
 	return (uintptr_t)n | 1;
 }
 
+/*
+ * Bit 1 of a child word marks a full node (every chunk value has a
+ * slot). A full node is never copied or freed before the table is
+ * destroyed: its slots are updated in place, 0 meaning empty. So writers
+ * may read it without locks or RCU, and need to lock only where the trie
+ * stops being full (see ct_descend_full).
+ */
+#define CT_FULL		((uintptr_t)2)
+
+static inline bool ct_is_full(uintptr_t p)
+{
+	return p & CT_FULL;
+}
+
 static inline struct ct_tnode *ct_tnode(uintptr_t p)
 {
-	return (struct ct_tnode *)p;
+	return (struct ct_tnode *)(p & ~(uintptr_t)3);
 }
 
 /* Chunk @pos of the string @s (CT_KEY_STR_BUF bytes, zero-padded). */
@@ -145,15 +177,39 @@ static inline unsigned int ct_chunk(const uint8_t *s, unsigned int pos)
 	return (v >> (16 - (bit & 7) - CT_S)) & (CT_FANOUT - 1);
 }
 
+/*
+ * Population count without a libgcc call: a baseline x86-64 build has no
+ * popcnt instruction, and __builtin_popcount then becomes a function call
+ * on every level of every lookup. SWAR on the bitmap's width instead.
+ */
+static inline unsigned int ct_popcount(ct_bmap_t x)
+{
+#if CT_S == 4
+	unsigned int v = x;
+
+	v = v - ((v >> 1) & 0x5555);
+	v = (v & 0x3333) + ((v >> 2) & 0x3333);
+	v = (v + (v >> 4)) & 0x0f0f;
+	return (v + (v >> 8)) & 0x1f;
+#else
+	uint64_t v = x;
+
+	v = v - ((v >> 1) & 0x5555555555555555ULL);
+	v = (v & 0x3333333333333333ULL) + ((v >> 2) & 0x3333333333333333ULL);
+	v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (unsigned int)((v * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 static inline unsigned int ct_nkids(const struct ct_tnode *x)
 {
-	return (unsigned int)__builtin_popcountll(x->bmap);
+	return ct_popcount(x->bmap);
 }
 
 /* Index in kid[] of chunk value @c (whether present or not). */
 static inline unsigned int ct_kid_index(ct_bmap_t bmap, unsigned int c)
 {
-	return (unsigned int)__builtin_popcountll(bmap & (((ct_bmap_t)1 << c) - 1));
+	return ct_popcount(bmap & (ct_bmap_t)(((ct_bmap_t)1 << c) - 1));
 }
 
 static inline bool ct_has(ct_bmap_t bmap, unsigned int c)
@@ -370,7 +426,12 @@ static int ct_grow(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 	y->kid[at] = leaf;
 	memcpy(&y->kid[at + 1], &x->kid[at], (nk - at) * sizeof(uintptr_t));
 	memcpy(ct_prefix(y), ct_prefix(x), x->plen);
-	ct_rcu_assign(*slot, (uintptr_t)y);	/* pairs with ct_rcu_deref */
+	/*
+	 * A node that becomes full is published tagged: from now on it
+	 * stays in place (see CT_FULL).
+	 */
+	ct_rcu_assign(*slot, (uintptr_t)y |
+		      (nk + 1 == CT_FANOUT ? CT_FULL : 0));
 	ct_count(&tr->cnt.entries, 1);
 	return 0;
 }
@@ -393,21 +454,65 @@ static int ct_recycle(struct ct_trie *tr, uintptr_t *slot,
 	return 0;
 }
 
+/*
+ * Writer: where a descent for the string @k starts locking. Follows the
+ * full nodes from the root without locks (they are never copied or freed
+ * while the table lives, and their prefix and pos never change), stopping
+ * at the first slot that holds no full node, or, with @check_prefix, one
+ * whose prefix @k leaves (the insert splits there). Locks the owner of
+ * that slot (a full node or the root, both immortal), rechecks the slot
+ * and returns it with *@hl the lock held: from then on the slot changes
+ * only by us, and the descent continues by lock coupling.
+ *
+ * So writers in different subtrees below the full top of the trie never
+ * share a lock or a written cache line on their way down.
+ */
+static uintptr_t *ct_descend_full(struct ct_trie *tr, const uint8_t *k,
+				  bool check_prefix, uint32_t **hl)
+{
+	uint32_t *lk = &tr->root_lock;
+	uintptr_t *slot = &tr->root;
+	struct ct_tnode *x;
+	uintptr_t p;
+
+	for (;;) {
+		/* Pairs with the release store that published p. */
+		p = ct_rcu_deref(*slot);
+		if (ct_is_full(p)) {
+			x = ct_tnode(p);
+			if (!check_prefix ||
+			    ct_str_diff(k, ct_prefix(x), x->plen) >=
+			    (unsigned int)x->pos * CT_S) {
+				lk = &x->lock;
+				slot = &x->kid[ct_chunk(k, x->pos)];
+				continue;
+			}
+		}
+		ct_spin_lock(lk);
+		if (*slot == p)
+			break;
+		/* Changed meanwhile; the owner is immortal: look again. */
+		ct_spin_unlock(lk);
+	}
+	*hl = lk;
+	return slot;
+}
+
 static int trie_insert(struct conntab *t, struct conntab_node *n,
 		       struct conntab_node **recycled)
 {
 	struct ct_trie *tr = ct_trie(t);
 	uintptr_t leaf = ct_leaf_word(n), hole = ct_leaf_word(&tr->hole);
 	uint8_t k[CT_KEY_STR_BUF], os[CT_KEY_STR_BUF];
-	uint32_t *hl = &tr->root_lock;	/* lock of the owner of *slot */
-	uintptr_t *slot = &tr->root;
+	uint32_t *hl;		/* lock of the owner of *slot */
+	uintptr_t *slot;
 	struct ct_tnode *x;
 	unsigned int c, d;
 	uintptr_t p;
 	int err;
 
 	ct_key_str(&n->ct_key, k);
-	ct_spin_lock(hl);
+	slot = ct_descend_full(tr, k, true, &hl);
 	for (;;) {
 		/* Stable: only writers holding *hl store into *slot. */
 		p = *slot;
@@ -553,6 +658,12 @@ static void ct_shrink(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 	struct ct_tnode *y;
 	uintptr_t other;
 
+	if (nk == CT_FANOUT) {
+		/* Full: empty the slot in place; the node stays. */
+		ct_rcu_store(x->kid[i], 0);
+		ct_spin_unlock(&x->lock);
+		return;
+	}
 	if (nk == 2) {
 		other = x->kid[1 - i];
 		if (other == hole && slot == &tr->root)
@@ -606,17 +717,18 @@ static int trie_remove(struct conntab *t, struct conntab_node *n)
 	struct ct_trie *tr = ct_trie(t);
 	uintptr_t leaf = ct_leaf_word(n);
 	uint8_t k[CT_KEY_STR_BUF];
-	uint32_t *hl = &tr->root_lock;
-	uintptr_t *slot = &tr->root;
+	uint32_t *hl;
+	uintptr_t *slot;
 	struct ct_tnode *x;
 	unsigned int c, i;
 	uintptr_t p;
 	int err = -ENOENT;
 
 	ct_key_str(&n->ct_key, k);
-	ct_spin_lock(hl);
+	slot = ct_descend_full(tr, k, false, &hl);
 	p = *slot;
 	if (p == leaf) {
+		/* The owner is the root or a full node: empty in place. */
 		ct_rcu_store(*slot, 0);
 		ct_unlinked(tr, n);
 		err = 0;
@@ -654,14 +766,13 @@ static uintptr_t *ct_find_leaf_locked(struct ct_trie *tr,
 {
 	uintptr_t leaf = ct_leaf_word(n);
 	uint8_t k[CT_KEY_STR_BUF];
-	uintptr_t *slot = &tr->root;
+	uintptr_t *slot;
 	struct ct_tnode *x;
 	unsigned int c;
 	uintptr_t p;
 
 	ct_key_str(&n->ct_key, k);
-	*hl = &tr->root_lock;
-	ct_spin_lock(*hl);
+	slot = ct_descend_full(tr, k, false, hl);
 	for (;;) {
 		p = *slot;
 		if (p == leaf)
