@@ -8,8 +8,10 @@
  * nothing ever resizes; a walk visits keys in order, and every connection
  * of one local endpoint (or zone) lies in one subtree (conntab_walk_prefix).
  *
- * Shape. The string is cut into chunks of CT_TRIE_STRIDE bits, chunk i
- * being bits [i * S, i * S + S). An internal node branches on one chunk
+ * Shape. The string is cut into chunks: eight of 4 bits over the 32-bit
+ * header (zone, proto, family), then chunks of S = CT_TRIE_STRIDE bits
+ * from the local address on (see ct_chunk_bit). An internal node branches
+ * on one chunk
  * (pos) and holds one child per chunk value present: a 2^S-bit bitmap and
  * a dense array of children in chunk order, a child's index being the
  * popcount of the bitmap below its bit (Bagwell's array-mapped trie). A
@@ -20,15 +22,15 @@
  * the chunk holding their first differing bit; chunks on which every key
  * below agrees are skipped. Readers skip them blindly and compare the whole
  * key at the leaf (ct_key_eq); writers check them against the prefix each
- * node stores (bytes 0 .. ceil(pos * S / 8) of the string of any key below
- * it). Hence, for any key set:
+ * node stores (the bytes of the string of any key below it that hold the
+ * bits above its chunk). Hence, for any key set:
  *  - every internal node has >= 2 children, so there are < N of them and
  *    the child slots number < 2N: memory per entry is bounded by about
  *    (node header + rounded prefix) + 2 pointers, whatever the keys;
- *  - pos strictly grows along a path, so depth <= ceil(128 / S) + 1
- *    levels for IPv4 and ceil(320 / S) + 1 for IPv6, whatever the keys
- *    (sequential, sharing long prefixes, differing in the last bit, or
- *    mixed families).
+ *  - pos strictly grows along a path, so depth <= 8 + 96 / S + 1 levels
+ *    for IPv4 (25 for S = 6) and 8 + 288 / S + 1 for IPv6 (57), whatever
+ *    the keys (sequential, sharing long prefixes, differing in the last
+ *    bit, or mixed families).
  *
  * Stride: S = 6 (a 64-bit bitmap, popcount of one word; a node with k
  * children is 16 + 8k bytes plus its head). A lookup is one dependent
@@ -60,11 +62,13 @@
  * only when 2^S keys part at it, so full nodes number fewer than
  * N / (2^S - 1) for the largest N the table held.
  *
- * Writer locking: a spinlock in every internal node plus one for the root
- * slot, never a table lock. A writer first follows full nodes from the
- * root without locks (they are immortal), then locks the owner of the
- * first slot that holds no full node and continues by lock coupling
- * (parent before child, at most two held). It holds the lock of the node
+ * Writer locking, never a table lock: a spinlock in every internal node
+ * owns its slots, except that the slots of full nodes are owned by 128
+ * striped locks hashed by slot address, and the root slot by a lock of its
+ * own. A writer first follows full nodes from the root without locks
+ * (they are immortal), then locks the owner of the first slot that holds
+ * no full node and continues by lock coupling (parent before child, at
+ * most two held); ct_descend gives the lock order. It holds the lock of the node
  * that owns the slot it stores into, and also the lock of the node it
  * replaces: since a node is only replaced by a writer holding its parent's
  * lock, a writer holding a parent may read and lock the child without the
@@ -101,8 +105,37 @@ typedef uint64_t ct_bmap_t;
 # error "CT_TRIE_STRIDE must be 4, 5 or 6 (tests assume >= 4)"
 #endif
 
-/* Chunks in the longest (IPv6) string; the deepest path has one more level. */
-#define CT_TRIE_CHUNKS	((CT_KEY_STR_MAX * 8 + CT_S - 1) / CT_S)
+/*
+ * Chunk layout. The 32-bit header of the string (zone, proto, family) is
+ * cut into 4-bit chunks, the rest (addresses and ports: 96 bits for IPv4,
+ * 288 for IPv6, both multiples of 6) into S-bit chunks starting at bit 32.
+ * So chunk boundaries fall on the local address, and a node branching on
+ * the first bits of the local address can fill up (become immortal, see
+ * CT_FULL) instead of straddling the constant family bits.
+ */
+#define CT_HDR_BITS	32
+#define CT_HDR_S	4
+#define CT_HDR_CHUNKS	(CT_HDR_BITS / CT_HDR_S)
+
+/* First bit of chunk @pos. */
+static inline unsigned int ct_chunk_bit(unsigned int pos)
+{
+	return pos < CT_HDR_CHUNKS ? pos * CT_HDR_S :
+	       CT_HDR_BITS + (pos - CT_HDR_CHUNKS) * CT_S;
+}
+
+/* Width of chunk @pos. */
+static inline unsigned int ct_chunk_width(unsigned int pos)
+{
+	return pos < CT_HDR_CHUNKS ? CT_HDR_S : CT_S;
+}
+
+/* The chunk that holds bit @bit. */
+static inline unsigned int ct_bit_chunk(unsigned int bit)
+{
+	return bit < CT_HDR_BITS ? bit / CT_HDR_S :
+	       CT_HDR_CHUNKS + (bit - CT_HDR_BITS) / CT_S;
+}
 
 struct ct_tnode {
 	ct_bmap_t bmap;		/* chunk values present; immutable once published */
@@ -125,8 +158,43 @@ struct ct_trie {
 	uintptr_t root;		/* empty (0), a leaf or a node */
 	uint32_t root_lock;	/* owns the root slot */
 	struct conntab_node hole;	/* see above; its key matches nothing */
-	struct ct_trie_count cnt;	/* writers, relaxed atomics */
+	struct ct_locks slot_locks;	/* own the slots of full nodes */
+	struct ct_trie_count cnt[];	/* CT_TRIE_SHARDS, see ct_cnt() */
 };
+
+/*
+ * Slot locks: the slots of a full node are owned by striped locks hashed
+ * by the slot's address (lib/lock.h), not by the node's own lock, so that
+ * writers below one full node (the root of a random table, or the node
+ * under one busy local endpoint) do not all meet on one lock.
+ */
+#define CT_TRIE_SLOT_STRIPES	128
+
+/*
+ * Counters: sharded by writer thread (each thread draws a shard once), so
+ * that two writers do not bounce one counter line on every write. Each
+ * shard is updated with relaxed atomics (threads may share a shard); the
+ * sums in conntab_stats are not a snapshot.
+ */
+#define CT_TRIE_SHARDS	32
+
+static unsigned int ct_shard_next;
+static __thread unsigned int ct_shard_mine = -1u;
+
+static inline struct ct_trie_count *ct_cnt(struct ct_trie *tr)
+{
+	if (__builtin_expect(ct_shard_mine == -1u, 0))
+		ct_shard_mine = __atomic_fetch_add(&ct_shard_next, 1,
+						   __ATOMIC_RELAXED) %
+				CT_TRIE_SHARDS;
+	return &tr->cnt[ct_shard_mine];
+}
+
+static inline size_t ct_trie_size(void)
+{
+	return sizeof(struct ct_trie) +
+	       CT_TRIE_SHARDS * sizeof(struct ct_trie_count);
+}
 
 static inline struct ct_trie *ct_trie(struct conntab *t)
 {
@@ -154,7 +222,7 @@ static inline uintptr_t ct_leaf_word(struct conntab_node *n)
  * slot). A full node is never copied or freed before the table is
  * destroyed: its slots are updated in place, 0 meaning empty. So writers
  * may read it without locks or RCU, and need to lock only where the trie
- * stops being full (see ct_descend_full).
+ * stops being full (see ct_descend).
  */
 #define CT_FULL		((uintptr_t)2)
 
@@ -171,10 +239,10 @@ static inline struct ct_tnode *ct_tnode(uintptr_t p)
 /* Chunk @pos of the string @s (CT_KEY_STR_BUF bytes, zero-padded). */
 static inline unsigned int ct_chunk(const uint8_t *s, unsigned int pos)
 {
-	unsigned int bit = pos * CT_S;
+	unsigned int bit = ct_chunk_bit(pos), w = ct_chunk_width(pos);
 	unsigned int v = (unsigned int)s[bit >> 3] << 8 | s[(bit >> 3) + 1];
 
-	return (v >> (16 - (bit & 7) - CT_S)) & (CT_FANOUT - 1);
+	return (v >> (16 - (bit & 7) - w)) & ((1u << w) - 1);
 }
 
 /*
@@ -220,7 +288,7 @@ static inline bool ct_has(ct_bmap_t bmap, unsigned int c)
 /* Bytes of prefix a node at chunk @pos keeps: the chunks above it. */
 static inline unsigned int ct_plen(unsigned int pos)
 {
-	return (pos * CT_S + 7) / 8;
+	return (ct_chunk_bit(pos) + 7) / 8;
 }
 
 /*
@@ -261,16 +329,16 @@ static struct ct_tnode *ct_tnode_alloc(struct ct_trie *tr, unsigned int nkids,
 	x = (struct ct_tnode *)(void *)(base + ct_head_size(plen));
 	x->pos = (uint8_t)pos;
 	x->plen = (uint8_t)plen;
-	__atomic_add_fetch(&tr->cnt.nodes, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&tr->cnt.memory, (long)sz, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ct_cnt(tr)->nodes, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ct_cnt(tr)->memory, (long)sz, __ATOMIC_RELAXED);
 	return x;
 }
 
 /* Free a node no reader can reach (never published, or at destroy). */
 static void ct_tnode_free(struct ct_trie *tr, struct ct_tnode *x)
 {
-	__atomic_sub_fetch(&tr->cnt.nodes, 1, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&tr->cnt.memory,
+	__atomic_sub_fetch(&ct_cnt(tr)->nodes, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ct_cnt(tr)->memory,
 			   (long)ct_tnode_size(ct_nkids(x), x->plen),
 			   __ATOMIC_RELAXED);
 	free(ct_prefix(x));
@@ -292,8 +360,8 @@ static void ct_tnode_retire(struct ct_trie *tr, struct ct_tnode *x)
 {
 	struct rcu_head *rh = (struct rcu_head *)(void *)ct_prefix(x);
 
-	__atomic_sub_fetch(&tr->cnt.nodes, 1, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&tr->cnt.memory,
+	__atomic_sub_fetch(&ct_cnt(tr)->nodes, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&ct_cnt(tr)->memory,
 			   (long)ct_tnode_size(ct_nkids(x), x->plen),
 			   __ATOMIC_RELAXED);
 	tr->base.flavor->update_call_rcu(rh, ct_tnode_free_rcu);
@@ -302,14 +370,19 @@ static void ct_tnode_retire(struct ct_trie *tr, struct ct_tnode *x)
 static struct conntab *trie_create(const struct conntab *tmpl,
 				   const struct conntab_config *cfg)
 {
-	struct ct_trie *tr = aligned_alloc(CT_CACHELINE, sizeof(*tr));
+	struct ct_trie *tr = aligned_alloc(CT_CACHELINE, ct_trie_size());
 
 	if (!tr) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	memset(tr, 0, sizeof(*tr));
+	memset(tr, 0, ct_trie_size());
 	tr->base = *tmpl;
+	if (ct_locks_init(&tr->slot_locks, CT_TRIE_SLOT_STRIPES)) {
+		free(tr);
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* Family 0: ct_key_eq never matches it against a valid key. */
 	tr->hole.ct_key.family = 0;
 	return &tr->base;
@@ -347,6 +420,7 @@ static void trie_destroy(struct conntab *t,
 	struct ct_trie *tr = ct_trie(t);
 
 	ct_destroy_sub(tr, tr->root, release);
+	ct_locks_fini(&tr->slot_locks);
 	free(tr);
 }
 
@@ -364,7 +438,7 @@ static int ct_link_leaf(struct ct_trie *tr, uintptr_t *slot, uintptr_t leaf)
 	if (!ct_reserve(&tr->base))
 		return -ENOSPC;
 	ct_rcu_assign(*slot, leaf);	/* pairs with ct_rcu_deref in readers */
-	ct_count(&tr->cnt.entries, 1);
+	ct_count(&ct_cnt(tr)->entries, 1);
 	return 0;
 }
 
@@ -379,7 +453,7 @@ static int ct_split(struct ct_trie *tr, uintptr_t *slot, uintptr_t old,
 		    const uint8_t *os, uintptr_t leaf, const uint8_t *k,
 		    unsigned int d)
 {
-	unsigned int q = d / CT_S;
+	unsigned int q = ct_bit_chunk(d);
 	unsigned int cn = ct_chunk(k, q), co = ct_chunk(os, q);
 	struct ct_tnode *x;
 
@@ -399,7 +473,7 @@ static int ct_split(struct ct_trie *tr, uintptr_t *slot, uintptr_t old,
 	 * still leads to every key it did, or x, which leads to old too.
 	 */
 	ct_rcu_assign(*slot, (uintptr_t)x);
-	ct_count(&tr->cnt.entries, 1);
+	ct_count(&ct_cnt(tr)->entries, 1);
 	return 0;
 }
 
@@ -431,8 +505,8 @@ static int ct_grow(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 	 * stays in place (see CT_FULL).
 	 */
 	ct_rcu_assign(*slot, (uintptr_t)y |
-		      (nk + 1 == CT_FANOUT ? CT_FULL : 0));
-	ct_count(&tr->cnt.entries, 1);
+		      (nk + 1 == 1u << ct_chunk_width(x->pos) ? CT_FULL : 0));
+	ct_count(&ct_cnt(tr)->entries, 1);
 	return 0;
 }
 
@@ -449,29 +523,41 @@ static int ct_recycle(struct ct_trie *tr, uintptr_t *slot,
 	/* One store: a reader finds old or n, never neither. */
 	ct_rcu_assign(*slot, ct_leaf_word(n));
 	ct_node_release(old);
-	ct_count(&tr->cnt.timewait, -1);
+	ct_count(&ct_cnt(tr)->timewait, -1);
 	*recycled = old;
 	return 0;
 }
 
-/*
- * Writer: where a descent for the string @k starts locking. Follows the
- * full nodes from the root without locks (they are never copied or freed
- * while the table lives, and their prefix and pos never change), stopping
- * at the first slot that holds no full node, or, with @check_prefix, one
- * whose prefix @k leaves (the insert splits there). Locks the owner of
- * that slot (a full node or the root, both immortal), rechecks the slot
- * and returns it with *@hl the lock held: from then on the slot changes
- * only by us, and the descent continues by lock coupling.
- *
- * So writers in different subtrees below the full top of the trie never
- * share a lock or a written cache line on their way down.
- */
-static uintptr_t *ct_descend_full(struct ct_trie *tr, const uint8_t *k,
-				  bool check_prefix, uint32_t **hl)
+/* The lock that owns slot @slot of a full node. */
+static inline uint32_t *ct_slot_lock(struct ct_trie *tr, const uintptr_t *slot)
 {
-	uint32_t *lk = &tr->root_lock;
-	uintptr_t *slot = &tr->root;
+	uint64_t h = ((uintptr_t)slot >> 3) * 0x9e3779b97f4a7c15ULL;
+
+	return &ct_stripe_of(&tr->slot_locks, (uint32_t)(h >> 32))->lock;
+}
+
+/*
+ * Writer: where a descent for the string @k starts locking, from @slot
+ * whose owner is immortal (the root, or a full node) and locked by @lk.
+ * Follows full nodes without locks (they are never copied or freed while
+ * the table lives, and their prefix and pos never change), stopping at
+ * the first slot that holds no full node or, with @check_prefix, one
+ * whose prefix @k leaves (the insert splits there). Locks the owner of
+ * that slot, rechecks the slot and returns it with *@hl the lock held:
+ * from then on the slot changes only by us, and the descent continues by
+ * lock coupling.
+ *
+ * Lock rules, so that no cycle can form: a writer takes a slot lock or
+ * the root lock only while it holds no lock at all (the coupling loops
+ * drop their locks before they enter a full node here), and node locks
+ * only in tree order under the lock owning the node's slot. conntab_stats
+ * takes the root lock and every slot lock, in index order, before it
+ * takes node locks.
+ */
+static uintptr_t *ct_descend(struct ct_trie *tr, const uint8_t *k,
+			     bool check_prefix, uintptr_t *slot, uint32_t *lk,
+			     uint32_t **hl)
+{
 	struct ct_tnode *x;
 	uintptr_t p;
 
@@ -482,9 +568,9 @@ static uintptr_t *ct_descend_full(struct ct_trie *tr, const uint8_t *k,
 			x = ct_tnode(p);
 			if (!check_prefix ||
 			    ct_str_diff(k, ct_prefix(x), x->plen) >=
-			    (unsigned int)x->pos * CT_S) {
-				lk = &x->lock;
+			    ct_chunk_bit(x->pos)) {
 				slot = &x->kid[ct_chunk(k, x->pos)];
+				lk = ct_slot_lock(tr, slot);
 				continue;
 			}
 		}
@@ -496,6 +582,18 @@ static uintptr_t *ct_descend_full(struct ct_trie *tr, const uint8_t *k,
 	}
 	*hl = lk;
 	return slot;
+}
+
+/* Writer, holding @hl: drop it and descend lock-free below full @x. */
+static uintptr_t *ct_descend_below(struct ct_trie *tr, const uint8_t *k,
+				   bool check_prefix, struct ct_tnode *x,
+				   uint32_t **hl)
+{
+	uintptr_t *slot = &x->kid[ct_chunk(k, x->pos)];
+
+	ct_spin_unlock(*hl);
+	return ct_descend(tr, k, check_prefix, slot, ct_slot_lock(tr, slot),
+			  hl);
 }
 
 static int trie_insert(struct conntab *t, struct conntab_node *n,
@@ -512,7 +610,7 @@ static int trie_insert(struct conntab *t, struct conntab_node *n,
 	int err;
 
 	ct_key_str(&n->ct_key, k);
-	slot = ct_descend_full(tr, k, true, &hl);
+	slot = ct_descend(tr, k, true, &tr->root, &tr->root_lock, &hl);
 	for (;;) {
 		/* Stable: only writers holding *hl store into *slot. */
 		p = *slot;
@@ -537,9 +635,13 @@ static int trie_insert(struct conntab *t, struct conntab_node *n,
 		 */
 		x = ct_tnode(p);
 		d = ct_str_diff(k, ct_prefix(x), x->plen);
-		if (d < (unsigned int)x->pos * CT_S) {
+		if (d < ct_chunk_bit(x->pos)) {
 			err = ct_split(tr, slot, p, ct_prefix(x), leaf, k, d);
 			break;
+		}
+		if (ct_is_full(p)) {
+			slot = ct_descend_below(tr, k, true, x, &hl);
+			continue;
 		}
 		ct_spin_lock(&x->lock);	/* lock order: parent, then child */
 		c = ct_chunk(k, x->pos);
@@ -658,12 +760,6 @@ static void ct_shrink(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 	struct ct_tnode *y;
 	uintptr_t other;
 
-	if (nk == CT_FANOUT) {
-		/* Full: empty the slot in place; the node stays. */
-		ct_rcu_store(x->kid[i], 0);
-		ct_spin_unlock(&x->lock);
-		return;
-	}
 	if (nk == 2) {
 		other = x->kid[1 - i];
 		if (other == hole && slot == &tr->root)
@@ -706,9 +802,9 @@ static void ct_shrink(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 static void ct_unlinked(struct ct_trie *tr, struct conntab_node *n)
 {
 	ct_node_release(n);
-	ct_count(&tr->cnt.entries, -1);
+	ct_count(&ct_cnt(tr)->entries, -1);
 	if (n->ct_state == CONNTAB_TIMEWAIT)
-		ct_count(&tr->cnt.timewait, -1);
+		ct_count(&ct_cnt(tr)->timewait, -1);
 	ct_unreserve(&tr->base);
 }
 
@@ -725,7 +821,8 @@ static int trie_remove(struct conntab *t, struct conntab_node *n)
 	int err = -ENOENT;
 
 	ct_key_str(&n->ct_key, k);
-	slot = ct_descend_full(tr, k, false, &hl);
+	slot = ct_descend(tr, k, false, &tr->root, &tr->root_lock, &hl);
+again:
 	p = *slot;
 	if (p == leaf) {
 		/* The owner is the root or a full node: empty in place. */
@@ -735,6 +832,10 @@ static int trie_remove(struct conntab *t, struct conntab_node *n)
 	}
 	while (p && !ct_is_leaf(p)) {
 		x = ct_tnode(p);
+		if (ct_is_full(p)) {
+			slot = ct_descend_below(tr, k, false, x, &hl);
+			goto again;
+		}
 		ct_spin_lock(&x->lock);	/* lock order: parent, then child */
 		c = ct_chunk(k, x->pos);
 		if (!ct_has(x->bmap, c)) {
@@ -772,7 +873,7 @@ static uintptr_t *ct_find_leaf_locked(struct ct_trie *tr,
 	uintptr_t p;
 
 	ct_key_str(&n->ct_key, k);
-	slot = ct_descend_full(tr, k, false, hl);
+	slot = ct_descend(tr, k, false, &tr->root, &tr->root_lock, hl);
 	for (;;) {
 		p = *slot;
 		if (p == leaf)
@@ -780,6 +881,10 @@ static uintptr_t *ct_find_leaf_locked(struct ct_trie *tr,
 		if (!p || ct_is_leaf(p))
 			break;
 		x = ct_tnode(p);
+		if (ct_is_full(p)) {
+			slot = ct_descend_below(tr, k, false, x, hl);
+			continue;
+		}
 		c = ct_chunk(k, x->pos);
 		if (!ct_has(x->bmap, c))
 			break;
@@ -809,12 +914,12 @@ static int trie_timewait(struct conntab *t, struct conntab_node *est,
 		/* Same node, same place: readers see either state. */
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
-		ct_count(&tr->cnt.timewait, 1);
+		ct_count(&ct_cnt(tr)->timewait, 1);
 	} else {
 		/* One store: a reader finds est or tw, never neither. */
 		ct_rcu_assign(*slot, ct_leaf_word(tw));
 		ct_node_release(est);
-		ct_count(&tr->cnt.timewait, 1);
+		ct_count(&ct_cnt(tr)->timewait, 1);
 	}
 	ct_spin_unlock(hl);
 	return err;
@@ -896,12 +1001,13 @@ static int ct_walk_prefix_sub(struct ct_trie *tr, uintptr_t p,
 {
 	const struct ct_tnode *x;
 	struct conntab_node *n;
-	unsigned int start, c, v, i, mask;
+	unsigned int start, w, c, v, i, mask;
 	int ret;
 
 	while (p && !ct_is_leaf(p)) {
 		x = ct_tnode(p);
-		start = (unsigned int)x->pos * CT_S;
+		start = ct_chunk_bit(x->pos);
+		w = ct_chunk_width(x->pos);
 		if (start >= bits) {
 			n = ct_any_leaf(tr, p);
 			if (!n || !ct_node_prefix_eq(n, s, bits))
@@ -909,14 +1015,14 @@ static int ct_walk_prefix_sub(struct ct_trie *tr, uintptr_t p,
 			return ct_walk_sub(tr, p, CT_WALK_ALL, fn, arg);
 		}
 		c = ct_chunk(s, x->pos);
-		if (start + CT_S <= bits) {
+		if (start + w <= bits) {
 			if (!ct_has(x->bmap, c))
 				return 0;
 			p = ct_rcu_deref(x->kid[ct_kid_index(x->bmap, c)]);
 			continue;
 		}
 		/* The prefix ends inside this chunk: its top bits decide. */
-		mask = (CT_FANOUT - 1) & ~((1u << (start + CT_S - bits)) - 1);
+		mask = ((1u << w) - 1) & ~((1u << (start + w - bits)) - 1);
 		for (v = 0, i = 0; v < CT_FANOUT; v++) {
 			if (!ct_has(x->bmap, v))
 				continue;
@@ -968,11 +1074,14 @@ static void ct_depth_sub(struct ct_trie *tr, uintptr_t p, size_t depth,
 		return;
 	}
 	x = ct_tnode(p);
-	ct_spin_lock(&x->lock);
+	/* A full node's slots are held by the slot locks the caller took. */
+	if (!ct_is_full(p))
+		ct_spin_lock(&x->lock);
 	nk = ct_nkids(x);
 	for (i = 0; i < nk; i++)
 		ct_depth_sub(tr, x->kid[i], depth + 1, maxd);
-	ct_spin_unlock(&x->lock);
+	if (!ct_is_full(p))
+		ct_spin_unlock(&x->lock);
 }
 
 static void trie_stats(struct conntab *t, struct conntab_stats *st)
@@ -980,17 +1089,28 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 	struct ct_trie *tr = ct_trie(t);
 	long e, tw, nodes, mem;
 
+	uint32_t i;
+
+	/* Lock order: see ct_descend. */
 	ct_spin_lock(&tr->root_lock);
+	for (i = 0; i <= tr->slot_locks.mask; i++)
+		ct_spin_lock(&tr->slot_locks.stripe[i].lock);
 	ct_depth_sub(tr, tr->root, 0, &st->max_depth);
+	for (i = 0; i <= tr->slot_locks.mask; i++)
+		ct_spin_unlock(&tr->slot_locks.stripe[i].lock);
 	ct_spin_unlock(&tr->root_lock);
-	e = __atomic_load_n(&tr->cnt.entries, __ATOMIC_RELAXED);
-	tw = __atomic_load_n(&tr->cnt.timewait, __ATOMIC_RELAXED);
-	nodes = __atomic_load_n(&tr->cnt.nodes, __ATOMIC_RELAXED);
-	mem = __atomic_load_n(&tr->cnt.memory, __ATOMIC_RELAXED);
+	e = tw = nodes = mem = 0;
+	for (i = 0; i < CT_TRIE_SHARDS; i++) {
+		e += __atomic_load_n(&tr->cnt[i].entries, __ATOMIC_RELAXED);
+		tw += __atomic_load_n(&tr->cnt[i].timewait, __ATOMIC_RELAXED);
+		nodes += __atomic_load_n(&tr->cnt[i].nodes, __ATOMIC_RELAXED);
+		mem += __atomic_load_n(&tr->cnt[i].memory, __ATOMIC_RELAXED);
+	}
 	st->entries = e > 0 ? (size_t)e : 0;
 	st->timewait = tw > 0 ? (size_t)tw : 0;
 	st->buckets = nodes > 0 ? (size_t)nodes : 0;
-	st->memory = sizeof(*tr) + (mem > 0 ? (size_t)mem : 0);
+	st->memory = ct_trie_size() + ct_locks_memory(&tr->slot_locks) +
+		     (mem > 0 ? (size_t)mem : 0);
 	st->resizes = 0;
 }
 
