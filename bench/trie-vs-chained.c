@@ -93,8 +93,9 @@ static void gen_random(struct conntab_key *k, size_t n, int v6, uint64_t seed)
 			memcpy((char *)&l + 8, &b, 8);
 			memcpy(&r, &c, 8);
 			memcpy((char *)&r + 8, &d, 8);
-			conntab_key_v6(&k[i], IPPROTO_TCP, &l, (uint16_t)(c >> 7),
-				       &r, (uint16_t)(d >> 9));
+			conntab_key_v6(&k[i], IPPROTO_TCP, &l,
+				       (uint16_t)(c >> 7), &r,
+				       (uint16_t)(d >> 9));
 		} else {
 			conntab_key_v4(&k[i], IPPROTO_TCP, (uint32_t)a,
 				       (uint16_t)(a >> 32), (uint32_t)b,

@@ -11,9 +11,8 @@
  * Shape. The string is cut into chunks: eight of 4 bits over the 32-bit
  * header (zone, proto, family), then chunks of S = CT_TRIE_STRIDE bits
  * from the local address on (see ct_chunk_bit). An internal node branches
- * on one chunk
- * (pos) and holds one child per chunk value present: a 2^S-bit bitmap and
- * a dense array of children in chunk order, a child's index being the
+ * on one chunk (pos) and holds one child per chunk value present: a bitmap
+ * and a dense array of children in chunk order, a child's index being the
  * popcount of the bitmap below its bit (Bagwell's array-mapped trie). A
  * child is a tagged word: an internal node, or a leaf (bit 0 set) which is
  * the user's struct conntab_node itself; the key lives in the node.
@@ -64,21 +63,32 @@
  *
  * Writer locking, never a table lock: a spinlock in every internal node
  * owns its slots, except that the slots of full nodes are owned by 128
- * striped locks hashed by slot address, and the root slot by a lock of its
- * own. A writer first follows full nodes from the root without locks
+ * striped locks hashed by slot address, and the root slot by a lock of
+ * its own. A writer first follows full nodes from the root without locks
  * (they are immortal), then locks the owner of the first slot that holds
  * no full node and continues by lock coupling (parent before child, at
- * most two held); ct_descend gives the lock order. It holds the lock of the node
- * that owns the slot it stores into, and also the lock of the node it
- * replaces: since a node is only replaced by a writer holding its parent's
- * lock, a writer holding a parent may read and lock the child without the
- * RCU read lock (writers need not be RCU readers), and a node once
- * replaced is unreachable to writers. The prefix bytes of a replaced node
- * are reused as its rcu_head, which is safe because only writers (holding
- * its parent) read them. Lock order is tree order, top down. In a random
- * table the top levels are full, so writers in different subtrees share
- * no lock; writers inside one sparse subtree (one local endpoint with few
- * peers) serialise on its top node.
+ * most two held); ct_descend states the lock order. A writer holds the
+ * lock that owns the slot it stores into, and also the lock of the node
+ * it replaces: since a node is only replaced by a writer holding the
+ * owner of its slot, a writer holding that may read and lock the node
+ * without the RCU read lock (writers need not be RCU readers), and a node
+ * once replaced is unreachable to writers. The prefix bytes of a replaced
+ * node are reused as its rcu_head, which is safe because only writers
+ * (holding the owner of its slot) read them. In a random table the top
+ * levels are full, so writers in different subtrees share no lock;
+ * writers inside one sparse subtree (one local endpoint with few peers)
+ * serialise on its top node.
+ *
+ * Invariants (writers keep them under the locks above):
+ *  - a published node's bmap, pos and prefix never change; a non-full
+ *    node's slots change only by in-place replacement of one child by
+ *    another covering the same keys; a full node's slot may also go
+ *    between 0 and a leaf;
+ *  - every key below a node agrees with its prefix above its chunk, and
+ *    sits below the child of its own chunk value;
+ *  - a non-full node has >= 2 children (but see the hole below);
+ *  - a node leaves the tree only by a slot store of the writer holding
+ *    the owner of its slot, and is freed only through call_rcu after that.
  *
  * If a copy-on-write allocation fails in remove (which cannot fail), the
  * leaf slot is pointed at the table's hole, a leaf with a key no lookup
@@ -138,11 +148,11 @@ static inline unsigned int ct_bit_chunk(unsigned int bit)
 }
 
 struct ct_tnode {
-	ct_bmap_t bmap;		/* chunk values present; immutable once published */
+	ct_bmap_t bmap;		/* chunk values present; immutable */
 	uint8_t pos;		/* chunk this node branches on; immutable */
 	uint8_t plen;		/* bytes of the stored prefix */
 	uint32_t lock;		/* writers: owns the kid[] slots */
-	uintptr_t kid[];	/* popcount(bmap) tagged children, chunk order */
+	uintptr_t kid[];	/* popcount(bmap) tagged children */
 	/* then the tail: the prefix, reused as rcu_head once replaced */
 };
 
@@ -157,7 +167,7 @@ struct ct_trie {
 	struct conntab base;
 	uintptr_t root;		/* empty (0), a leaf or a node */
 	uint32_t root_lock;	/* owns the root slot */
-	struct conntab_node hole;	/* see above; its key matches nothing */
+	struct conntab_node hole;	/* matches no key; see above */
 	struct ct_locks slot_locks;	/* own the slots of full nodes */
 	struct ct_trie_count cnt[];	/* CT_TRIE_SHARDS, see ct_cnt() */
 };
@@ -437,7 +447,7 @@ static int ct_link_leaf(struct ct_trie *tr, uintptr_t *slot, uintptr_t leaf)
 {
 	if (!ct_reserve(&tr->base))
 		return -ENOSPC;
-	ct_rcu_assign(*slot, leaf);	/* pairs with ct_rcu_deref in readers */
+	ct_rcu_assign(*slot, leaf);	/* pairs with ct_rcu_deref */
 	ct_count(&ct_cnt(tr)->entries, 1);
 	return 0;
 }
@@ -643,7 +653,7 @@ static int trie_insert(struct conntab *t, struct conntab_node *n,
 			slot = ct_descend_below(tr, k, true, x, &hl);
 			continue;
 		}
-		ct_spin_lock(&x->lock);	/* lock order: parent, then child */
+		ct_spin_lock(&x->lock);	/* order: slot owner, then x */
 		c = ct_chunk(k, x->pos);
 		if (!ct_has(x->bmap, c)) {
 			err = ct_grow(tr, slot, x, c, leaf);
@@ -731,7 +741,8 @@ static size_t trie_lookup_batch(struct conntab *t,
 				}
 				p[i] = ct_rcu_deref(
 					x->kid[ct_kid_index(x->bmap, c)]);
-				__builtin_prefetch((void *)(p[i] & ~(uintptr_t)1));
+				__builtin_prefetch(
+					(void *)(p[i] & ~(uintptr_t)3));
 				more |= !ct_is_leaf(p[i]);
 			}
 		} while (more);
@@ -748,9 +759,10 @@ static size_t trie_lookup_batch(struct conntab *t,
 }
 
 /*
- * Writer, owner of @slot and @x locked, kid @i of @x is a leaf being
- * removed: publish @x without it (its other child alone when only one is
- * left: path compression). Unlocks and retires @x.
+ * Writer, owner of @slot and non-full @x locked, kid @i of @x is a leaf
+ * being removed: publish @x without it (its other child alone when only
+ * one is left: path compression). Unlocks and retires @x, or, without
+ * memory for the copy, leaves the hole in the leaf's slot.
  */
 static void ct_shrink(struct ct_trie *tr, uintptr_t *slot, struct ct_tnode *x,
 		      unsigned int i)
@@ -836,7 +848,7 @@ again:
 			slot = ct_descend_below(tr, k, false, x, &hl);
 			goto again;
 		}
-		ct_spin_lock(&x->lock);	/* lock order: parent, then child */
+		ct_spin_lock(&x->lock);	/* order: slot owner, then x */
 		c = ct_chunk(k, x->pos);
 		if (!ct_has(x->bmap, c)) {
 			ct_spin_unlock(&x->lock);

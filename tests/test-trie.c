@@ -40,6 +40,48 @@
 		ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);	\
 } while (0)
 
+/*
+ * Allocation failure injection: the library's malloc and calloc calls
+ * resolve to these, which fail the n-th call once malloc_fail_in is set.
+ * Not under ASan, which owns malloc.
+ */
+#if !defined(__SANITIZE_ADDRESS__)
+# define HAVE_MALLOC_FAIL 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t sz);
+/*
+ * Not static, set with atomics: the compiler must not assume that the
+ * library's calls cannot reach malloc() here.
+ */
+int malloc_fail_in;
+
+static void fail_next_malloc(void)
+{
+	__atomic_store_n(&malloc_fail_in, 1, __ATOMIC_SEQ_CST);
+}
+
+void *malloc(size_t n)
+{
+	if (__atomic_load_n(&malloc_fail_in, __ATOMIC_RELAXED) &&
+	    __atomic_sub_fetch(&malloc_fail_in, 1, __ATOMIC_RELAXED) == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_malloc(n);
+}
+
+/* GCC turns the library's malloc + memset into calloc. */
+void *calloc(size_t n, size_t sz)
+{
+	if (__atomic_load_n(&malloc_fail_in, __ATOMIC_RELAXED) &&
+	    __atomic_sub_fetch(&malloc_fail_in, 1, __ATOMIC_RELAXED) == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, sz);
+}
+#endif
+
 struct conn {
 	struct conntab_node node;
 	uint32_t id;
@@ -365,7 +407,8 @@ static void gen_structured(struct conntab_key *k, size_t n, uint64_t seed)
 
 	for (i = 0; i < n; i++) {
 		uint64_t r = rnd(&s), q = rnd(&s);
-		uint16_t lport = htons((uint16_t)(r & 1 ? 443 : 80 + (r >> 8 & 3)));
+		uint16_t lport = htons((uint16_t)(r & 1 ? 443 :
+						  80 + (r >> 8 & 3)));
 
 		if (r >> 3 & 1) {
 			struct in6_addr l, rr;
@@ -457,7 +500,7 @@ static void check_prefix(enum conntab_backend b)
 		}
 		ck_assert_uint_eq(v.seen, want);
 		if (b == CONNTAB_TRIE)
-			ck_assert_msg(v.ordered, "prefix walk out of key order");
+			ck_assert_msg(v.ordered, "prefix walk out of order");
 	}
 	/* A nonzero return stops the walk and is returned. */
 	{
@@ -637,7 +680,8 @@ START_TEST(concurrent_no_miss)
 		uint64_t r = rnd(&s);
 
 		conntab_key_v4(&conc_keys[i], IPPROTO_TCP, ip4(10, 0, 0, 1),
-			       htons(443), ip4(198, 51, (r >> 8) & 0x3, r & 0xff),
+			       htons(443),
+			       ip4(198, 51, (r >> 8) & 0x3, r & 0xff),
 			       htons((uint16_t)(i * 2 + (i >= STABLE))));
 	}
 	ct_conc = mk(CONNTAB_TRIE, 0);
@@ -717,6 +761,73 @@ START_TEST(trie_basics)
 }
 END_TEST
 
+#ifdef HAVE_MALLOC_FAIL
+static int count_fn(struct conntab_node *n, void *arg)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* -ENOMEM leaves the table as it was; a remove without memory still works. */
+START_TEST(trie_nomem)
+{
+	struct conntab *t = mk(CONNTAB_TRIE, 0);
+	struct conn *c = conns_alloc(4);
+	struct conntab_key k[4];
+	struct conntab_stats st;
+	size_t i, seen = 0;
+
+	for (i = 0; i < 4; i++)
+		conntab_key_v4(&k[i], IPPROTO_TCP, ip4(10, 0, 0, 1), htons(80),
+			       ip4(192, 0, 2, (unsigned int)i), htons(1000));
+	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), 0);
+	/* A split needs a node. */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), -ENOMEM);
+	ck_assert_int_eq(__atomic_load_n(&malloc_fail_in, __ATOMIC_SEQ_CST), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), 0);
+	/* So does growing a node (copy-on-write). */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k[2]), -ENOMEM);
+	rcu_read_lock();
+	ck_assert_ptr_eq(conntab_lookup(t, &k[0]), &c[0].node);
+	ck_assert_ptr_eq(conntab_lookup(t, &k[1]), &c[1].node);
+	ck_assert_ptr_null(conntab_lookup(t, &k[2]));
+	rcu_read_unlock();
+	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k[2]), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[3].node, &k[3]), 0);
+	/* Shrinking a 4-child node without memory leaves a hole. */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_remove(t, &c[1].node), 0);
+	ck_assert_int_eq(__atomic_load_n(&malloc_fail_in, __ATOMIC_SEQ_CST), 0);
+	rcu_read_lock();
+	ck_assert_ptr_null(conntab_lookup(t, &k[1]));
+	for (i = 0; i < 4; i += 2)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]), &c[i].node);
+	ck_assert_int_eq(conntab_walk(t, count_fn, &seen), 0);
+	rcu_read_unlock();
+	ck_assert_uint_eq(seen, 3);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 3);
+	ck_assert_uint_eq(st.max_depth, 2);
+	/* The hole is reused. */
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), 0);
+	rcu_read_lock();
+	for (i = 0; i < 4; i++)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]), &c[i].node);
+	rcu_read_unlock();
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.buckets, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+}
+END_TEST
+#endif
+
 static Suite *trie_suite(void)
 {
 	Suite *s = suite_create("trie");
@@ -724,6 +835,9 @@ static Suite *trie_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, trie_basics);
+#ifdef HAVE_MALLOC_FAIL
+	tcase_add_test(tc, trie_nomem);
+#endif
 	tcase_add_test(tc, adv_sequential);
 	tcase_add_test(tc, adv_one_endpoint_ports);
 	tcase_add_test(tc, adv_last_bit);
