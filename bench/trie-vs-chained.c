@@ -5,7 +5,8 @@
  * connections, insert ns, memory per entry, depth; insert+remove
  * throughput with one and two writer threads; and the trie's worst key
  * sets for memory (a binary tree of deep IPv6 branch points) and depth
- * (a comb). Absolute times depend on the machine; compare the ratios.
+ * (a comb); conntab_walk_prefix for one local endpoint. Absolute times
+ * depend on the machine; compare the ratios.
  *
  * Usage: trie-vs-chained [--quick] [--reps R]
  *   --quick  N = 64K and 256K instead of 1M and 4M (seconds, not minutes)
@@ -298,6 +299,60 @@ static void run_writers(enum conntab_backend b, const struct set *s,
 	free(nodes);
 }
 
+static int count_fn(struct conntab_node *n, void *arg)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/*
+ * conntab_walk_prefix for one local endpoint (bits = 80: zone, proto,
+ * family, local address and port) in a table of @n random keys of which
+ * n / 64 belong to 10.0.0.1:443: the trie descends to the endpoint's
+ * subtree, a hash backend walks the whole table and filters.
+ */
+static void run_prefix(enum conntab_backend b, size_t n)
+{
+	const char *impl = conntab_backend_name(b);
+	struct conntab_config cfg = { .backend = b, .expected = n };
+	struct conntab_node *nodes = xcalloc(n, sizeof(*nodes));
+	struct conntab_key *k = xcalloc(n, sizeof(*k)), probe;
+	struct conntab *t = conntab_create(&cfg);
+	size_t i, seen = 0;
+	double v[16] = { 0 }, t0;
+	int r;
+
+	gen_random(k, n, 0, 4242);
+	for (i = 0; i < n; i += 64) {
+		k[i].laddr.v4.s_addr = htonl(0x0a000001);
+		k[i].lport = htons(443);
+	}
+	for (i = 0; i < n; i++)
+		if (conntab_insert(t, &nodes[i], &k[i]))
+			abort();
+	probe = k[0];
+	for (r = 0; r < reps; r++) {
+		seen = 0;
+		t0 = cpu_ns();
+		rcu_read_lock();
+		conntab_walk_prefix(t, &probe, 80, count_fn, &seen);
+		rcu_read_unlock();
+		v[r] = cpu_ns() - t0;
+	}
+	if (seen != (n + 63) / 64) {
+		fprintf(stderr, "%s: prefix walk saw %zu\n", impl, seen);
+		exit(1);
+	}
+	out("prefix-endpoint", impl, n, 1, minimum(v, reps) / 1e3,
+	    "us/walk");
+	out("prefix-endpoint", impl, n, 1, minimum(v, reps) / seen,
+	    "ns/match");
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nodes);
+	free(k);
+}
+
 /* Deep binary IPv6 tree (memory worst case), pairs in the last bit. */
 static void gen_v6_binary(struct conntab_key *k, size_t n)
 {
@@ -392,6 +447,8 @@ int main(int argc, char **argv)
 	gen_random(w.keys, nw, 0, 78);
 	run_writers(CONNTAB_CHAINED, &s, &w);
 	run_writers(CONNTAB_TRIE, &s, &w);
+	run_prefix(CONNTAB_CHAINED, n1);
+	run_prefix(CONNTAB_TRIE, n1);
 	free(s.keys);
 	free(w.keys);
 

@@ -276,6 +276,11 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
  * across a concurrent resize; nodes inserted or removed meanwhile may or
  * may not be visited. @p fn may call conntab_remove() or conntab_timewait()
  * on the node it is given.
+ *
+ * Order: CONNTAB_TRIE visits the nodes in key order (the order of
+ * conntab_walk_prefix(): zone, protocol, family, local address and port,
+ * remote address and port, each big-endian); the hash backends in no
+ * particular order.
  * @param t   table
  * @param fn  callback; a nonzero return stops the walk
  * @param arg passed to @p fn
