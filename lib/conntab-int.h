@@ -71,10 +71,19 @@ struct conntab_ops {
 	int (*walk)(struct conntab *t, int state, ct_walk_fn fn, void *arg);
 	/* Fill every field of @st. */
 	void (*stats)(struct conntab *t, struct conntab_stats *st);
+	/*
+	 * Optional: call @fn for every node whose canonical key string
+	 * (lib/key.h) agrees with @s in its first @bits bits, at a cost
+	 * proportional to the answer. NULL: the front end filters a full
+	 * ops->walk.
+	 */
+	int (*walk_prefix)(struct conntab *t, const uint8_t *s,
+			   unsigned int bits, ct_walk_fn fn, void *arg);
 };
 
 extern const struct conntab_ops ct_chained_ops;
 extern const struct conntab_ops ct_split_ops;
+extern const struct conntab_ops ct_trie_ops;
 
 /* Does @n belong to @t? (a hint outside the lock; recheck under it) */
 static inline bool ct_node_owned(const struct conntab_node *n,

@@ -22,6 +22,7 @@
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
 	[CONNTAB_SPLIT] = &ct_split_ops,
+	[CONNTAB_TRIE] = &ct_trie_ops,
 };
 
 static const char *const ct_backend_names[] = {
@@ -258,4 +259,41 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (t)
 		t->ops->stats(t, st);
+}
+
+/* conntab_walk_prefix() over a backend without ops->walk_prefix. */
+struct ct_prefix_filter {
+	uint8_t s[CT_KEY_STR_BUF];
+	unsigned int bits;
+	ct_walk_fn fn;
+	void *arg;
+};
+
+static int ct_prefix_filter_fn(struct conntab_node *n, void *arg)
+{
+	struct ct_prefix_filter *f = arg;
+
+	if (!ct_node_prefix_eq(n, f->s, f->bits))
+		return 0;
+	return f->fn(n, f->arg);
+}
+
+CONNTAB_API int conntab_walk_prefix(struct conntab *t,
+				    const struct conntab_key *key,
+				    unsigned int bits,
+				    int (*fn)(struct conntab_node *n, void *arg),
+				    void *arg)
+{
+	struct ct_prefix_filter f;
+
+	if (!t || !key || !fn || !ct_key_valid(key) ||
+	    bits > ct_key_str_bits(key))
+		return -EINVAL;
+	ct_key_str(key, f.s);
+	if (t->ops->walk_prefix)
+		return t->ops->walk_prefix(t, f.s, bits, fn, arg);
+	f.bits = bits;
+	f.fn = fn;
+	f.arg = arg;
+	return t->ops->walk(t, CT_WALK_ALL, ct_prefix_filter_fn, &f);
 }

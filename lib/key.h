@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "conntab/conntab.h"
@@ -33,5 +34,105 @@ static inline bool ct_key_eq(const struct conntab_key *a,
 }
 
 bool ct_key_valid(const struct conntab_key *k);
+
+/*
+ * The canonical key string: the key as one big-endian byte string in the
+ * order zone (2), proto (1), family (1), local address (4 or 16), local
+ * port (2), remote address (4 or 16), remote port (2): 16 bytes for IPv4,
+ * 40 for IPv6. Ports and addresses are already in network byte order; the
+ * zone is a host-order number and is written big-endian.
+ *
+ * Why this order: comparing strings byte by byte then sorts connections
+ * by zone, protocol, family and local endpoint, so every connection of one
+ * local endpoint (or one zone) shares a prefix. The family precedes the
+ * part whose length depends on it, so no string is a prefix of another.
+ * conntab_walk_prefix() counts its prefix bits over this string, and the
+ * trie backend branches on it.
+ */
+#define CT_KEY_STR_MAX	40
+/*
+ * Buffers for the string are this long and zero past its end, so that a
+ * reader may extract a chunk that straddles or passes the end (a 16-byte
+ * IPv4 string being compared on a path built from 40-byte IPv6 strings).
+ */
+#define CT_KEY_STR_BUF	48
+
+/* Length in bits of the canonical string of a valid key. */
+static inline unsigned int ct_key_str_bits(const struct conntab_key *k)
+{
+	return k->family == AF_INET ? 16 * 8 : CT_KEY_STR_MAX * 8;
+}
+
+/*
+ * Write the canonical string of @k into @s (CT_KEY_STR_BUF bytes, zeroed
+ * past the string); returns its length in bytes.
+ */
+static inline unsigned int ct_key_str(const struct conntab_key *k, uint8_t *s)
+{
+	unsigned int alen = k->family == AF_INET ? 4 : 16;
+	unsigned int len = 8 + 2 * alen;
+
+	s[0] = (uint8_t)(k->zone >> 8);
+	s[1] = (uint8_t)k->zone;
+	s[2] = k->proto;
+	s[3] = k->family;
+	memcpy(s + 4, &k->laddr, alen);
+	memcpy(s + 4 + alen, &k->lport, 2);
+	memcpy(s + 6 + alen, &k->raddr, alen);
+	memcpy(s + 6 + 2 * alen, &k->rport, 2);
+	memset(s + len, 0, CT_KEY_STR_BUF - len);
+	return len;
+}
+
+/* Big-endian 64-bit load (string bytes in order as one number). */
+static inline uint64_t ct_load_be64(const uint8_t *p)
+{
+	return __builtin_bswap64(ct_load64(p));
+}
+
+/*
+ * Index of the first bit (0 = most significant bit of byte 0) where the
+ * strings @a and @b differ within their first @len bytes, or @len * 8 if
+ * they are equal there.
+ */
+static inline unsigned int ct_str_diff(const uint8_t *a, const uint8_t *b,
+				       unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t x = ct_load_be64(a + i) ^ ct_load_be64(b + i);
+
+		if (x)
+			return i * 8 + (unsigned int)__builtin_clzll(x);
+	}
+	for (; i < len; i++) {
+		unsigned int x = a[i] ^ b[i];
+
+		if (x)
+			return i * 8 + (unsigned int)__builtin_clz(x) - 24;
+	}
+	return len * 8;
+}
+
+/* Do the first @bits bits of the strings @a and @b agree? */
+static inline bool ct_str_prefix_eq(const uint8_t *a, const uint8_t *b,
+				    unsigned int bits)
+{
+	return ct_str_diff(a, b, (bits + 7) / 8) >= bits;
+}
+
+/*
+ * Does the key of @n agree with the canonical string @s in its first
+ * @bits bits? (the conntab_walk_prefix() match)
+ */
+static inline bool ct_node_prefix_eq(const struct conntab_node *n,
+				     const uint8_t *s, unsigned int bits)
+{
+	uint8_t ns[CT_KEY_STR_BUF];
+
+	ct_key_str(&n->ct_key, ns);
+	return ct_str_prefix_eq(ns, s, bits);
+}
 
 #endif /* CT_KEY_H */

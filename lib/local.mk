@@ -11,7 +11,8 @@ lib_libconntab_la_SOURCES = \
 	lib/hash.h lib/chain.h lib/rcu.h lib/batch.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
-	lib/split.c
+	lib/split.c \
+	lib/trie.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \

@@ -291,6 +291,11 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
  * across a concurrent resize; nodes inserted or removed meanwhile may or
  * may not be visited. @p fn may call conntab_remove() or conntab_timewait()
  * on the node it is given.
+ *
+ * Order: CONNTAB_TRIE visits the nodes in key order (the order of
+ * conntab_walk_prefix(): zone, protocol, family, local address and port,
+ * remote address and port, each big-endian); the hash backends in no
+ * particular order.
  * @param t   table
  * @param fn  callback; a nonzero return stops the walk
  * @param arg passed to @p fn
@@ -317,6 +322,37 @@ CONNTAB_API int conntab_walk(struct conntab *t,
 CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 				   int (*fn)(struct conntab_node *n, void *arg),
 				   void *arg);
+
+/**
+ * Call @p fn for every connection whose key agrees with @p key in its first
+ * @p bits bits, counted in this key order: zone (16 bits, most significant
+ * first), protocol (8), family (8), local address (32 or 128), local port
+ * (16), remote address (32 or 128), remote port (16); addresses and ports
+ * in network byte order. An IPv4 key has 128 such bits, an IPv6 key 320.
+ *
+ * So bits = 16 selects one zone, 32 one zone, protocol and family, 64 one
+ * local IPv4 address, 80 one local IPv4 endpoint (address and port), 176
+ * one local IPv6 endpoint; the fields of @p key past @p bits are ignored.
+ * bits = 0 visits every connection.
+ *
+ * CONNTAB_TRIE finds the matching subtree directly, in time proportional
+ * to the answer plus the trie depth, and visits the nodes in key order.
+ * The hash backends walk the whole table and filter (time proportional to
+ * the table), in no particular order. The caller holds the RCU read lock;
+ * concurrency and callback rules are those of conntab_walk().
+ * @param t    table
+ * @param key  a valid key (conntab_key_v4(), conntab_key_v6(), ...)
+ * @param bits prefix length in bits, at most 128 (IPv4) or 320 (IPv6)
+ * @param fn   callback; a nonzero return stops the walk
+ * @param arg  passed to @p fn
+ * @return 0, or the first nonzero value of @p fn; -EINVAL for NULL
+ *         arguments, a malformed key or @p bits beyond its key length
+ */
+CONNTAB_API int conntab_walk_prefix(struct conntab *t,
+				    const struct conntab_key *key,
+				    unsigned int bits,
+				    int (*fn)(struct conntab_node *n, void *arg),
+				    void *arg);
 
 /**
  * Read the table's counters. Computes max_depth by scanning the table

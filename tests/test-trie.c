@@ -1,0 +1,867 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE: adversarial key sets (depth and memory bounded), key
+ * order of walks, conntab_walk_prefix() against a reference model for
+ * every available backend, and readers that never miss a present key
+ * while writers reshape the trie.
+ */
+#include <urcu.h>		/* memb flavor: conntab_create picks it up */
+#include <conntab/conntab.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The trie's structural bounds for strides >= 4 (lib/trie.c). */
+#define V4_BITS		128
+#define V6_BITS		320
+#define MAX_DEPTH_V4	(V4_BITS / 4 + 1)
+#define MAX_DEPTH_V6	(V6_BITS / 4 + 1)
+/*
+ * Memory: fewer internal nodes than entries, fewer child slots than twice
+ * the entries; a node costs at most its 16-byte header and a head of the
+ * prefix rounded up (IPv4: 16 + 1 -> 24 bytes, IPv6: 40 + 1 -> 48).
+ */
+#define MEM_PER_ENTRY_V4	(16 + 24 + 2 * 8)
+#define MEM_PER_ENTRY_V6	(16 + 48 + 2 * 8)
+#define TABLE_OVERHEAD		4096
+
+/*
+ * Check's ck_assert writes a checkpoint to its log pipe on every call;
+ * hot loops use this instead, which calls Check only on failure.
+ */
+#define REQUIRE(c) do {							\
+	if (!(c))							\
+		ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);	\
+} while (0)
+
+/*
+ * Allocation failure injection: the library's malloc and calloc calls
+ * resolve to these, which fail the n-th call once malloc_fail_in is set.
+ * Not under ASan, which owns malloc.
+ */
+#if !defined(__SANITIZE_ADDRESS__)
+# define HAVE_MALLOC_FAIL 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t sz);
+/*
+ * Not static, set with atomics: the compiler must not assume that the
+ * library's calls cannot reach malloc() here.
+ */
+int malloc_fail_in;
+
+static void fail_next_malloc(void)
+{
+	__atomic_store_n(&malloc_fail_in, 1, __ATOMIC_SEQ_CST);
+}
+
+void *malloc(size_t n)
+{
+	if (__atomic_load_n(&malloc_fail_in, __ATOMIC_RELAXED) &&
+	    __atomic_sub_fetch(&malloc_fail_in, 1, __ATOMIC_RELAXED) == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_malloc(n);
+}
+
+/* GCC turns the library's malloc + memset into calloc. */
+void *calloc(size_t n, size_t sz)
+{
+	if (__atomic_load_n(&malloc_fail_in, __ATOMIC_RELAXED) &&
+	    __atomic_sub_fetch(&malloc_fail_in, 1, __ATOMIC_RELAXED) == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, sz);
+}
+#endif
+
+struct conn {
+	struct conntab_node node;
+	uint32_t id;
+	int seen;
+};
+
+static struct conntab *mk(enum conntab_backend b, size_t expected)
+{
+	struct conntab_config cfg = { .backend = b, .expected = expected };
+	struct conntab *t = conntab_create(&cfg);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static struct conn *conns_alloc(size_t n)
+{
+	struct conn *c = calloc(n, sizeof(*c));
+	size_t i;
+
+	ck_assert_ptr_nonnull(c);
+	for (i = 0; i < n; i++) {
+		conntab_node_init(&c[i].node);
+		c[i].id = (uint32_t)i;
+	}
+	return c;
+}
+
+/* xorshift64*: deterministic keys without libc's shared state. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+/*
+ * Reference model of the canonical string, written independently of
+ * lib/key.h from the order documented for conntab_walk_prefix().
+ */
+static unsigned int ref_str(const struct conntab_key *k, uint8_t *s)
+{
+	unsigned int a = k->family == AF_INET ? 4 : 16, o = 0;
+
+	memset(s, 0, 48);
+	s[o++] = (uint8_t)(k->zone >> 8);
+	s[o++] = (uint8_t)(k->zone & 0xff);
+	s[o++] = k->proto;
+	s[o++] = k->family;
+	memcpy(s + o, k->laddr.bytes, a);
+	o += a;
+	memcpy(s + o, &k->lport, 2);
+	o += 2;
+	memcpy(s + o, k->raddr.bytes, a);
+	o += a;
+	memcpy(s + o, &k->rport, 2);
+	o += 2;
+	return o;
+}
+
+static int ref_bit(const uint8_t *s, unsigned int i)
+{
+	return (s[i / 8] >> (7 - i % 8)) & 1;
+}
+
+static bool ref_match(const struct conntab_key *a, const struct conntab_key *b,
+		      unsigned int bits)
+{
+	uint8_t sa[48], sb[48];
+	unsigned int i;
+
+	ref_str(a, sa);
+	ref_str(b, sb);
+	for (i = 0; i < bits; i++)
+		if (ref_bit(sa, i) != ref_bit(sb, i))
+			return false;
+	return true;
+}
+
+static int ref_cmp(const struct conntab_key *a, const struct conntab_key *b)
+{
+	uint8_t sa[48], sb[48];
+
+	ref_str(a, sa);
+	ref_str(b, sb);
+	return memcmp(sa, sb, 48);
+}
+
+static void insert_all(struct conntab *t, struct conn *c,
+		       const struct conntab_key *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		REQUIRE(conntab_insert(t, &c[i].node, &k[i]) == 0);
+}
+
+static void lookup_all(struct conntab *t, struct conn *c,
+		       const struct conntab_key *k, size_t n)
+{
+	size_t i;
+
+	rcu_read_lock();
+	for (i = 0; i < n; i++)
+		REQUIRE(conntab_lookup(t, &k[i]) == &c[i].node);
+	rcu_read_unlock();
+}
+
+/* Insert @k, check lookups, depth and memory bounds, then remove all. */
+static void check_set(const char *what, struct conntab_key *k, size_t n,
+		      size_t depth_bound)
+{
+	struct conntab *t = mk(CONNTAB_TRIE, 0);
+	struct conn *c = conns_alloc(n);
+	struct conntab_stats st;
+	size_t i, nv6 = 0, mem_bound;
+
+	insert_all(t, c, k, n);
+	lookup_all(t, c, k, n);
+	conntab_stats(t, &st);
+	for (i = 0; i < n; i++)
+		nv6 += k[i].family == AF_INET6;
+	mem_bound = TABLE_OVERHEAD + (n - nv6) * MEM_PER_ENTRY_V4 +
+		    nv6 * MEM_PER_ENTRY_V6;
+	ck_assert_uint_eq(st.entries, n);
+	ck_assert_msg(st.max_depth <= depth_bound,
+		      "%s: depth %zu > %zu", what, st.max_depth, depth_bound);
+	ck_assert_msg(st.memory <= mem_bound, "%s: memory %zu > %zu",
+		      what, st.memory, mem_bound);
+	ck_assert_msg(st.buckets < n, "%s: %zu internal nodes for %zu keys",
+		      what, st.buckets, n);
+	for (i = 0; i < n; i += 2)
+		REQUIRE(conntab_remove(t, &c[i].node) == 0);
+	rcu_read_lock();
+	for (i = 0; i < n; i++)
+		REQUIRE(conntab_lookup(t, &k[i]) ==
+			(i & 1 ? &c[i].node : NULL));
+	rcu_read_unlock();
+	for (i = 1; i < n; i += 2)
+		REQUIRE(conntab_remove(t, &c[i].node) == 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	/*
+	 * Only full nodes stay (they are never freed before destroy), and
+	 * the nodes above them that still branch between such subtrees.
+	 * Each full node had 16 children when it filled, so there are at
+	 * most (n - 1) / 15 of them, and fewer branching nodes above.
+	 */
+	ck_assert_msg(st.buckets <= 2 * ((n - 1) / 15), "%s: %zu nodes left",
+		      what, st.buckets);
+	ck_assert_uint_le(st.max_depth, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();	/* the retired nodes are freed before c */
+	free(c);
+}
+
+#define NKEYS	(64 * 1024)
+
+static uint32_t ip4(unsigned int a, unsigned int b, unsigned int c,
+		    unsigned int d)
+{
+	return htonl(a << 24 | b << 16 | c << 8 | d);
+}
+
+/* Sequential remote addresses to one local endpoint. */
+START_TEST(adv_sequential)
+{
+	struct conntab_key *k = calloc(NKEYS, sizeof(*k));
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		conntab_key_v4(&k[i], IPPROTO_TCP, ip4(10, 0, 0, 1), htons(443),
+			       htonl(0xc0a80000u + (uint32_t)i), htons(40000));
+	/* 16 varying bits: at most 5 chunks of >= 4 bits, plus the leaf. */
+	check_set("sequential", k, NKEYS, 16 / 4 + 2);
+	free(k);
+}
+END_TEST
+
+/* One local endpoint, remote ports 0..65535 of a few addresses. */
+START_TEST(adv_one_endpoint_ports)
+{
+	size_t n = 4 * 65536, i;
+	struct conntab_key *k = calloc(n, sizeof(*k));
+
+	for (i = 0; i < n; i++)
+		conntab_key_v4(&k[i], IPPROTO_TCP, ip4(10, 0, 0, 1), htons(443),
+			       ip4(192, 0, 2, (unsigned int)(i >> 16)),
+			       htons((uint16_t)i));
+	/* raddr byte 3 (2 bits used) and rport: 48 bits span. */
+	check_set("one endpoint", k, n, 48 / 4 + 2);
+	free(k);
+}
+END_TEST
+
+/* Pairs differing only in the very last bit, pairs spread at random. */
+START_TEST(adv_last_bit)
+{
+	struct conntab_key *k = calloc(NKEYS, sizeof(*k));
+	uint64_t s = 42;
+	size_t i;
+
+	for (i = 0; i < NKEYS; i += 2) {
+		uint64_t r = rnd(&s);
+
+		conntab_key_v4(&k[i], IPPROTO_UDP, ip4(10, 0, 0, 1), htons(53),
+			       (uint32_t)r, (uint16_t)((r >> 32) & 0xfeff));
+		k[i + 1] = k[i];
+		/* rport is big-endian: the last bit is in its second byte. */
+		k[i + 1].rport |= htons(1);
+	}
+	check_set("last bit", k, NKEYS, MAX_DEPTH_V4);
+	free(k);
+}
+END_TEST
+
+/*
+ * The memory worst case: IPv6 keys whose tree is binary everywhere and
+ * whose branch points are as deep as possible (long prefixes make the
+ * stored prefixes long). Pair index bit j sits in the top bit of chunk
+ * 58 + j of the string (in the remote address); the two keys of a pair
+ * differ in the last bit. Also the depth worst case for its size.
+ */
+START_TEST(adv_v6_binary_deep)
+{
+	size_t n = 2 * 32768, i, j;
+	struct conntab_key *k = calloc(n, sizeof(*k));
+	struct in6_addr l, r;
+
+	inet_pton(AF_INET6, "2001:db8::1", &l);
+	for (i = 0; i < n; i += 2) {
+		uint8_t s[48] = { 0 };
+
+		/* remote address starts at string byte 22 (bit 176). */
+		for (j = 0; j < 15; j++) {
+			unsigned int bit = (58 + (unsigned int)j) * 4;
+
+			if ((i / 2) >> j & 1)
+				s[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		}
+		memcpy(&r, s + 22, 16);
+		conntab_key_v6(&k[i], IPPROTO_TCP, &l, htons(443), &r,
+			       htons(1000));
+		k[i + 1] = k[i];
+		k[i + 1].rport |= htons(1);
+	}
+	check_set("v6 binary deep", k, n, MAX_DEPTH_V6);
+	free(k);
+}
+END_TEST
+
+/* A comb: key j parts from key 0 at bit j; one node per chunk. */
+START_TEST(adv_comb_depth)
+{
+	struct conntab_key k[V6_BITS - 32 + V4_BITS - 32];
+	uint8_t s[48];
+	size_t n = 0;
+	unsigned int bit;
+	struct in6_addr a;
+
+	memset(&a, 0, sizeof(a));
+	for (bit = 32; bit < V6_BITS; bit++, n++) {
+		conntab_key_v6(&k[n], IPPROTO_TCP, &a, 0, &a, 0);
+		ref_str(&k[n], s);
+		s[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		memcpy(&k[n].laddr, s + 4, 16);
+		memcpy(&k[n].lport, s + 20, 2);
+		memcpy(&k[n].raddr, s + 22, 16);
+		memcpy(&k[n].rport, s + 38, 2);
+	}
+	for (bit = 32; bit < V4_BITS; bit++, n++) {
+		conntab_key_v4(&k[n], IPPROTO_TCP, 0, 0, 0, 0);
+		ref_str(&k[n], s);
+		s[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+		memcpy(&k[n].laddr, s + 4, 4);
+		memcpy(&k[n].lport, s + 8, 2);
+		memcpy(&k[n].raddr, s + 10, 4);
+		memcpy(&k[n].rport, s + 14, 2);
+	}
+	check_set("comb", k, n, MAX_DEPTH_V6);
+}
+END_TEST
+
+/* IPv4 and IPv6 mixed over several zones and protocols, random. */
+START_TEST(adv_mixed)
+{
+	struct conntab_key *k = calloc(NKEYS, sizeof(*k));
+	uint64_t s = 7;
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++) {
+		uint64_t r = rnd(&s), q = rnd(&s);
+
+		if (r & 1) {
+			struct in6_addr l, rr;
+
+			memcpy(&l, &q, 8);
+			memcpy((uint8_t *)&l + 8, &r, 8);
+			memcpy(&rr, &r, 8);
+			memcpy((uint8_t *)&rr + 8, &q, 8);
+			conntab_key_v6(&k[i], r & 2 ? IPPROTO_TCP : IPPROTO_UDP,
+				       &l, (uint16_t)(r >> 16), &rr,
+				       (uint16_t)(q >> 16));
+		} else {
+			conntab_key_v4(&k[i], r & 2 ? IPPROTO_TCP : IPPROTO_UDP,
+				       (uint32_t)q, (uint16_t)(r >> 16),
+				       (uint32_t)(q >> 32),
+				       (uint16_t)(r >> 32));
+		}
+		k[i].zone = (uint16_t)(r >> 60);
+	}
+	check_set("mixed", k, NKEYS, MAX_DEPTH_V6);
+	free(k);
+}
+END_TEST
+
+/* A structured random key set: few zones, locals; both families. */
+static void gen_structured(struct conntab_key *k, size_t n, uint64_t seed)
+{
+	uint64_t s = seed;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r = rnd(&s), q = rnd(&s);
+		uint16_t lport = htons((uint16_t)(r & 1 ? 443 :
+						  80 + (r >> 8 & 3)));
+
+		if (r >> 3 & 1) {
+			struct in6_addr l, rr;
+
+			memset(&l, 0, sizeof(l));
+			l.s6_addr[0] = 0x20;
+			l.s6_addr[15] = (uint8_t)(r >> 4 & 3);
+			memcpy(&rr, &q, 8);
+			memcpy((uint8_t *)&rr + 8, &r, 8);
+			conntab_key_v6(&k[i], IPPROTO_TCP, &l, lport, &rr,
+				       (uint16_t)(q >> 40));
+		} else {
+			conntab_key_v4(&k[i], r >> 6 & 1 ? IPPROTO_TCP :
+				       IPPROTO_UDP, ip4(10, 0, 0, (r >> 4 & 3)),
+				       lport, (uint32_t)q, (uint16_t)(q >> 40));
+		}
+		k[i].zone = (uint16_t)(r >> 12 & 3);
+	}
+}
+
+struct visit {
+	struct conn *c;
+	size_t n, seen;
+	const struct conntab_key *prev;
+	bool ordered;
+	size_t stop_after;
+};
+
+static int visit_fn(struct conntab_node *nd, void *arg)
+{
+	struct visit *v = arg;
+	struct conn *c = conntab_entry(nd, struct conn, node);
+
+	REQUIRE(c >= v->c && c < v->c + v->n);
+	c->seen++;
+	if (v->prev && ref_cmp(v->prev, conntab_node_key(nd)) >= 0)
+		v->ordered = false;
+	v->prev = conntab_node_key(nd);
+	v->seen++;
+	return v->stop_after && v->seen == v->stop_after ? 77 : 0;
+}
+
+#define NPROBE	2000
+
+static void check_prefix(enum conntab_backend b)
+{
+	size_t n = 4000, i, p, want;
+	struct conntab_key *k = calloc(n, sizeof(*k)), probe;
+	struct conn *c = conns_alloc(n);
+	struct conntab *t = mk(b, n);
+	static const unsigned int fixed[] = { 0, 16, 24, 32, 64, 80, 128,
+					      176, 320 };
+	uint64_t s = 99;
+
+	gen_structured(k, n, 1234);
+	/* Drop duplicates so every key is in the table once. */
+	for (i = 0; i < n; i++) {
+		int err = conntab_insert(t, &c[i].node, &k[i]);
+
+		REQUIRE(err == 0 || err == -EEXIST);
+		if (err)
+			k[i].family = 0;
+	}
+	for (p = 0; p < NPROBE; p++) {
+		struct visit v = { .c = c, .n = n, .ordered = true };
+		unsigned int maxb, bits;
+
+		probe = k[rnd(&s) % n];
+		if (!probe.family)
+			continue;
+		maxb = probe.family == AF_INET ? V4_BITS : V6_BITS;
+		bits = p < 2 * (sizeof(fixed) / sizeof(fixed[0])) ?
+		       fixed[p / 2] : (unsigned int)(rnd(&s) % (maxb + 1));
+		if (bits > maxb)
+			bits = maxb;
+		if (p & 1)	/* a key not in the table, same prefix */
+			probe.rport ^= 0x5a5a;
+		for (i = 0; i < n; i++)
+			c[i].seen = 0;
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_walk_prefix(t, &probe, bits, visit_fn,
+						     &v), 0);
+		rcu_read_unlock();
+		for (want = 0, i = 0; i < n; i++) {
+			bool m = k[i].family && ref_match(&k[i], &probe, bits);
+
+			REQUIRE(c[i].seen == (m ? 1 : 0));
+			want += m;
+		}
+		ck_assert_uint_eq(v.seen, want);
+		if (b == CONNTAB_TRIE)
+			ck_assert_msg(v.ordered, "prefix walk out of order");
+	}
+	/* A nonzero return stops the walk and is returned. */
+	{
+		struct visit v = { .c = c, .n = n, .stop_after = 3 };
+
+		conntab_key_v4(&probe, 0, 0, 0, 0, 0);
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_walk_prefix(t, &probe, 0, visit_fn,
+						     &v), 77);
+		rcu_read_unlock();
+		ck_assert_uint_eq(v.seen, 3);
+	}
+	/* Bad arguments. */
+	conntab_key_v4(&probe, IPPROTO_TCP, 1, 2, 3, 4);
+	ck_assert_int_eq(conntab_walk_prefix(t, &probe, V4_BITS + 1, visit_fn,
+					     NULL), -EINVAL);
+	ck_assert_int_eq(conntab_walk_prefix(NULL, &probe, 0, visit_fn, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_walk_prefix(t, NULL, 0, visit_fn, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(conntab_walk_prefix(t, &probe, 0, NULL, NULL),
+			 -EINVAL);
+	probe.family = 99;
+	ck_assert_int_eq(conntab_walk_prefix(t, &probe, 0, visit_fn, NULL),
+			 -EINVAL);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+	free(k);
+}
+
+START_TEST(prefix_every_backend)
+{
+	int b, tested = 0;
+
+	for (b = CONNTAB_CHAINED; b <= CONNTAB_TRIE; b++) {
+		if (!conntab_backend_available((enum conntab_backend)b))
+			continue;
+		check_prefix((enum conntab_backend)b);
+		tested++;
+	}
+	ck_assert_int_ge(tested, 2);	/* chained and trie at least */
+}
+END_TEST
+
+/* conntab_walk on the trie: every node once, in key order. */
+START_TEST(walk_in_key_order)
+{
+	size_t n = 20000, i;
+	struct conntab_key *k = calloc(n, sizeof(*k));
+	struct conn *c = conns_alloc(n);
+	struct conntab *t = mk(CONNTAB_TRIE, 0);
+	struct visit v = { .c = c, .n = n, .ordered = true };
+	size_t present = 0;
+
+	gen_structured(k, n, 555);
+	for (i = 0; i < n; i++)
+		present += conntab_insert(t, &c[i].node, &k[i]) == 0;
+	rcu_read_lock();
+	ck_assert_int_eq(conntab_walk(t, visit_fn, &v), 0);
+	rcu_read_unlock();
+	ck_assert(v.ordered);
+	ck_assert_uint_eq(v.seen, present);
+	for (i = 0; i < n; i++)
+		REQUIRE(c[i].seen <= 1);
+	conntab_destroy(t, NULL);
+	free(c);
+	free(k);
+}
+END_TEST
+
+/*
+ * Concurrency: readers look up a stable key set while writers insert,
+ * time-wait, recycle and remove churn keys interleaved with it (same
+ * subtrees, so nodes are split, copied and collapsed under the readers).
+ * Churn nodes are poisoned before they are freed after a grace period.
+ */
+#define STABLE	8192
+#define CHURN	8192
+#define ROUNDS	6
+
+struct churn_obj {
+	struct conntab_node node;
+	struct rcu_head rcu;
+};
+
+static struct conntab *ct_conc;
+static struct conntab_key conc_keys[STABLE + 2 * CHURN];
+static struct conn conc_stable[STABLE];
+static volatile int conc_stop;
+static long conc_misses;
+
+static void churn_free(struct rcu_head *h)
+{
+	struct churn_obj *o = caa_container_of(h, struct churn_obj, rcu);
+
+	memset(o, 0xa5, sizeof(*o));
+	free(o);
+}
+
+static void *reader(void *arg)
+{
+	long misses = 0;
+	size_t i = 0;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&conc_stop, __ATOMIC_RELAXED)) {
+		struct conntab_node *n;
+
+		rcu_read_lock();
+		n = conntab_lookup(ct_conc, &conc_keys[i]);
+		if (n != &conc_stable[i].node)
+			misses++;
+		rcu_read_unlock();
+		i = (i + 7) % STABLE;
+	}
+	rcu_unregister_thread();
+	__atomic_add_fetch(&conc_misses, misses, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	size_t base = STABLE + (size_t)(uintptr_t)arg * CHURN, i, r;
+	struct churn_obj **o = calloc(CHURN, sizeof(*o));
+
+	rcu_register_thread();
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < CHURN; i++) {
+			o[i] = malloc(sizeof(*o[i]));
+			conntab_node_init(&o[i]->node);
+			REQUIRE(conntab_insert(ct_conc, &o[i]->node,
+					       &conc_keys[base + i]) == 0);
+		}
+		for (i = 0; i < CHURN; i++) {
+			struct churn_obj *tw;
+			struct conntab_node *old;
+
+			if (i % 3)
+				continue;
+			tw = malloc(sizeof(*tw));
+			conntab_node_init(&tw->node);
+			REQUIRE(conntab_timewait(ct_conc, &o[i]->node,
+						 &tw->node) == 0);
+			rcu_read_lock();
+			REQUIRE(conntab_lookup(ct_conc, &conc_keys[base + i]) ==
+				&tw->node);
+			rcu_read_unlock();
+			call_rcu(&o[i]->rcu, churn_free);
+			o[i] = malloc(sizeof(*o[i]));
+			conntab_node_init(&o[i]->node);
+			REQUIRE(conntab_insert_recycle(ct_conc, &o[i]->node,
+						       &conc_keys[base + i],
+						       &old) == 0);
+			REQUIRE(old == &tw->node);
+			call_rcu(&tw->rcu, churn_free);
+		}
+		for (i = 0; i < CHURN; i++) {
+			REQUIRE(conntab_remove(ct_conc, &o[i]->node) == 0);
+			call_rcu(&o[i]->rcu, churn_free);
+		}
+	}
+	rcu_unregister_thread();
+	free(o);
+	return NULL;
+}
+
+START_TEST(concurrent_no_miss)
+{
+	pthread_t rd[2], wr[2];
+	struct conntab_stats st;
+	uint64_t s = 3;
+	size_t i;
+
+	/* Stable and churn keys interleave in the same few subtrees. */
+	for (i = 0; i < STABLE + 2 * CHURN; i++) {
+		uint64_t r = rnd(&s);
+
+		conntab_key_v4(&conc_keys[i], IPPROTO_TCP, ip4(10, 0, 0, 1),
+			       htons(443),
+			       ip4(198, 51, (r >> 8) & 0x3, r & 0xff),
+			       htons((uint16_t)(i * 2 + (i >= STABLE))));
+	}
+	ct_conc = mk(CONNTAB_TRIE, 0);
+	for (i = 0; i < STABLE; i++) {
+		conntab_node_init(&conc_stable[i].node);
+		REQUIRE(conntab_insert(ct_conc, &conc_stable[i].node,
+				       &conc_keys[i]) == 0);
+	}
+	conc_stop = 0;
+	conc_misses = 0;
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&rd[i], NULL, reader, NULL), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&wr[i], NULL, writer,
+						(void *)(uintptr_t)i), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(wr[i], NULL);
+	__atomic_store_n(&conc_stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	ck_assert_int_eq(conc_misses, 0);
+	conntab_stats(ct_conc, &st);
+	ck_assert_uint_eq(st.entries, STABLE);
+	ck_assert_uint_eq(st.timewait, 0);
+	lookup_all(ct_conc, conc_stable, conc_keys, STABLE);
+	conntab_destroy(ct_conc, NULL);
+	rcu_barrier();
+}
+END_TEST
+
+/* Duplicate keys, recycle, time-wait in place, max_entries on the trie. */
+START_TEST(trie_basics)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE,
+				      .max_entries = 3 };
+	struct conntab *t = conntab_create(&cfg);
+	struct conn *c = conns_alloc(6);
+	struct conntab_node *old;
+	struct conntab_key k[4];
+	struct conntab_stats st;
+
+	ck_assert_ptr_nonnull(t);
+	conntab_key_v4(&k[0], IPPROTO_TCP, 1, 2, 3, 4);
+	conntab_key_v4(&k[1], IPPROTO_TCP, 1, 2, 3, 5);
+	conntab_key_v4(&k[2], IPPROTO_TCP, 1, 2, 0x80000003u, 4);
+	conntab_key_v4(&k[3], IPPROTO_UDP, 1, 2, 3, 4);
+	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[0]), -EEXIST);
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k[2]), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[3].node, &k[3]), -ENOSPC);
+	ck_assert_int_eq(conntab_timewait(t, &c[1].node, &c[1].node), 0);
+	ck_assert_int_eq(conntab_timewait(t, &c[1].node, &c[1].node), -EINVAL);
+	ck_assert_int_eq(conntab_insert_recycle(t, &c[4].node, &k[0], &old),
+			 -EEXIST);
+	ck_assert_int_eq(conntab_insert_recycle(t, &c[4].node, &k[1], &old), 0);
+	ck_assert_ptr_eq(old, &c[1].node);
+	rcu_read_lock();
+	ck_assert_ptr_eq(conntab_lookup(t, &k[1]), &c[4].node);
+	ck_assert_ptr_null(conntab_lookup(t, &k[3]));
+	rcu_read_unlock();
+	ck_assert_int_eq(conntab_remove(t, &c[1].node), -ENOENT);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 3);
+	ck_assert_uint_eq(st.timewait, 0);
+	ck_assert_uint_eq(st.buckets, 2);
+	ck_assert_int_eq(conntab_remove(t, &c[0].node), 0);
+	ck_assert_int_eq(conntab_remove(t, &c[4].node), 0);
+	ck_assert_int_eq(conntab_remove(t, &c[2].node), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.buckets, 0);
+	ck_assert_uint_eq(st.max_depth, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+}
+END_TEST
+
+#ifdef HAVE_MALLOC_FAIL
+static int count_fn(struct conntab_node *n, void *arg)
+{
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* -ENOMEM leaves the table as it was; a remove without memory still works. */
+START_TEST(trie_nomem)
+{
+	struct conntab *t = mk(CONNTAB_TRIE, 0);
+	struct conn *c = conns_alloc(4);
+	struct conntab_key k[4];
+	struct conntab_stats st;
+	size_t i, seen = 0;
+
+	for (i = 0; i < 4; i++)
+		conntab_key_v4(&k[i], IPPROTO_TCP, ip4(10, 0, 0, 1), htons(80),
+			       ip4(192, 0, 2, (unsigned int)i), htons(1000));
+	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k[0]), 0);
+	/* A split needs a node. */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), -ENOMEM);
+	ck_assert_int_eq(__atomic_load_n(&malloc_fail_in, __ATOMIC_SEQ_CST), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), 0);
+	/* So does growing a node (copy-on-write). */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k[2]), -ENOMEM);
+	rcu_read_lock();
+	ck_assert_ptr_eq(conntab_lookup(t, &k[0]), &c[0].node);
+	ck_assert_ptr_eq(conntab_lookup(t, &k[1]), &c[1].node);
+	ck_assert_ptr_null(conntab_lookup(t, &k[2]));
+	rcu_read_unlock();
+	ck_assert_int_eq(conntab_insert(t, &c[2].node, &k[2]), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[3].node, &k[3]), 0);
+	/* Shrinking a 4-child node without memory leaves a hole. */
+	fail_next_malloc();
+	ck_assert_int_eq(conntab_remove(t, &c[1].node), 0);
+	ck_assert_int_eq(__atomic_load_n(&malloc_fail_in, __ATOMIC_SEQ_CST), 0);
+	rcu_read_lock();
+	ck_assert_ptr_null(conntab_lookup(t, &k[1]));
+	for (i = 0; i < 4; i += 2)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]), &c[i].node);
+	ck_assert_int_eq(conntab_walk(t, count_fn, &seen), 0);
+	rcu_read_unlock();
+	ck_assert_uint_eq(seen, 3);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 3);
+	ck_assert_uint_eq(st.max_depth, 2);
+	/* The hole is reused. */
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k[1]), 0);
+	rcu_read_lock();
+	for (i = 0; i < 4; i++)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]), &c[i].node);
+	rcu_read_unlock();
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.buckets, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+}
+END_TEST
+#endif
+
+static Suite *trie_suite(void)
+{
+	Suite *s = suite_create("trie");
+	TCase *tc = tcase_create("trie");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, trie_basics);
+#ifdef HAVE_MALLOC_FAIL
+	tcase_add_test(tc, trie_nomem);
+#endif
+	tcase_add_test(tc, adv_sequential);
+	tcase_add_test(tc, adv_one_endpoint_ports);
+	tcase_add_test(tc, adv_last_bit);
+	tcase_add_test(tc, adv_v6_binary_deep);
+	tcase_add_test(tc, adv_comb_depth);
+	tcase_add_test(tc, adv_mixed);
+	tcase_add_test(tc, walk_in_key_order);
+	tcase_add_test(tc, prefix_every_backend);
+	tcase_add_test(tc, concurrent_no_miss);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(trie_suite());
+	int failed;
+
+	rcu_register_thread();
+	/* No fork: the readers' registration and call_rcu state stay ours. */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	rcu_unregister_thread();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
