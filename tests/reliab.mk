@@ -17,3 +17,26 @@ STRESS_SECONDS = $(T_STRESS_SECONDS)
 stress: tests/stress
 	$(AM_V_at)tests/stress --seconds $(STRESS_SECONDS)
 .PHONY: stress
+
+# Fuzzing: tests/fuzz/fuzz-ops.c decodes its input as table operations
+# checked against a model. `make fuzz FUZZ_SECONDS=60` builds it with
+# clang and libFuzzer (outside libtool: tests/fuzz/run.sh) and fuzzes each
+# backend for that long; tests/fuzz-replay, the same harness built with a
+# replay main, runs the committed corpus (tests/fuzz/corpus) and the
+# inputs that once failed (tests/fuzz/regress) in `make check`.
+check_PROGRAMS += tests/fuzz-replay
+TESTS += tests/fuzz-replay
+tests_fuzz_replay_SOURCES = tests/fuzz/fuzz-ops.c
+tests_fuzz_replay_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) -DFUZZ_STANDALONE
+tests_fuzz_replay_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
+
+FUZZ_SECONDS = 60
+fuzz:
+	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(FUZZ_SECONDS) fuzz-work
+.PHONY: fuzz
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf fuzz-work
+.PHONY: clean-fuzz
