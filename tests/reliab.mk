@@ -1,11 +1,23 @@
 # Reliability and security (issue "Reliability and security").
 #
+#   tests/test-alloc-seq  the n-th allocation failing (alone, or with all
+#                      later ones) over a whole workload: create, growth,
+#                      time-wait, recycle, remove, destroy; run under LSan
+#                      by the sanitizer build
 #   tests/stress       long stress run of every backend: readers, writers,
 #                      time-wait/recycle, resizes, walks; built by
 #                      `make check`, run by `make stress` and .ci/run
 #                      (tests/stress --help for its options)
 
 T_STRESS_SECONDS = 10
+
+check_PROGRAMS += tests/test-alloc-seq
+TESTS += tests/test-alloc-seq
+# Replaces the process's allocator: a program of its own.
+tests_test_alloc_seq_SOURCES = tests/test-alloc-seq.c tests/failalloc.c \
+	tests/failalloc.h $(T_HELPERS)
+tests_test_alloc_seq_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_alloc_seq_LDADD = $(T_MEMB_LDADD) -ldl
 
 check_PROGRAMS += tests/stress
 tests_stress_SOURCES = tests/stress.c $(T_THREADS)
