@@ -1,5 +1,8 @@
 # Reliability and security (issue "Reliability and security").
 #
+#   tests/test-badinput   bad input test-contract.c leaves out: malformed
+#                      keys in lookups and batches, the same node twice,
+#                      other tables' nodes in recycle and timewait
 #   tests/test-alloc-seq  the n-th allocation failing (alone, or with all
 #                      later ones) over a whole workload: create, growth,
 #                      time-wait, recycle, remove, destroy; run under LSan
@@ -9,10 +12,12 @@
 #                      `make check`, run by `make stress` and .ci/run
 #                      (tests/stress --help for its options)
 
-T_STRESS_SECONDS = 10
+check_PROGRAMS += tests/test-badinput tests/test-alloc-seq
+TESTS += tests/test-badinput tests/test-alloc-seq
+tests_test_badinput_SOURCES = tests/test-badinput.c $(T_HELPERS)
+tests_test_badinput_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_badinput_LDADD = $(T_MEMB_LDADD)
 
-check_PROGRAMS += tests/test-alloc-seq
-TESTS += tests/test-alloc-seq
 # Replaces the process's allocator: a program of its own.
 tests_test_alloc_seq_SOURCES = tests/test-alloc-seq.c tests/failalloc.c \
 	tests/failalloc.h $(T_HELPERS)
@@ -25,7 +30,7 @@ tests_stress_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_stress_LDADD = $(T_MEMB_LDADD)
 
 # `make stress STRESS_SECONDS=3600` for an hour per backend.
-STRESS_SECONDS = $(T_STRESS_SECONDS)
+STRESS_SECONDS = 10
 stress: tests/stress
 	$(AM_V_at)tests/stress --seconds $(STRESS_SECONDS)
 .PHONY: stress
