@@ -78,7 +78,7 @@ struct reader {
 	uint64_t rng;
 	unsigned long lookups;		/* every lookup checked */
 	unsigned long present;		/* of keys present throughout */
-	unsigned long misses;		/* of those, not found: must stay 0 */
+	unsigned long misses;		/* of those, not found: stays 0 */
 	unsigned long progress;
 };
 
@@ -431,13 +431,14 @@ static int stress_backend(enum conntab_backend b)
 	}
 	rcu_read_lock();
 	for (id = 0; id < opt.nkeys + NGROW; id++) {
+		struct conntab_node *want = id < opt.nkeys && model.holder[id] ?
+					    &model.holder[id]->node : NULL;
+
 		t_key(&k, id);
 		n = conntab_lookup(table, &k);
-		if (n != (id < opt.nkeys && model.holder[id] ?
-			  &model.holder[id]->node : NULL))
+		if (n != want)
 			th_report("final lookup of key %u: %p, model %p", id,
-				  (void *)n, id < opt.nkeys && model.holder[id] ?
-				  (void *)&model.holder[id]->node : NULL);
+				  (void *)n, (void *)want);
 		else if (n && conntab_node_state(n) != model.state[id])
 			th_report("final state of key %u: %d, model %d", id,
 				  conntab_node_state(n), model.state[id]);
@@ -473,9 +474,9 @@ static void usage(FILE *f)
 		"[--threads N] [--seed S] [--keys N]\n"
 		"  --seconds N  run time per backend (default 5)\n"
 		"  --backend B  only this backend (default: every available)\n"
-		"  --threads N  reader threads, and as many writers (default 2)\n"
+		"  --threads N  readers, and as many writers (default 2)\n"
 		"  --seed S     random seed (default: from the clock)\n"
-		"  --keys N     always-present and churn keys (default 4096)\n");
+		"  --keys N     fixed, flipping and churn keys (default 4096)\n");
 }
 
 static unsigned long num_arg(const char *s, const char *what)

@@ -33,8 +33,8 @@
 #define B		((enum conntab_backend)_i)
 #define BN		conntab_backend_name(B)
 
-#define NK		600		/* keys: enough to grow a few times */
-#define MAX_ALLOCS	200000		/* a workload never needs this many */
+#define NK		600	/* keys: enough to grow a few times */
+#define MAX_ALLOCS	200000	/* a workload never needs this many */
 
 static struct tconn est[NK], tws[NK], rcy[NK];
 static struct tconn *holder[NK];
@@ -259,7 +259,7 @@ static void alloc_seq(enum conntab_backend b, int sticky)
 		nomem += r.nomem;
 		calls += r.calls;
 		if (used < r.n)
-			break;	/* the workload ran without that failure */
+			break;	/* the workload ran without failing */
 	}
 	/* The library's deferred frees: done before the leak check. */
 	rcu_barrier();

@@ -98,7 +98,7 @@ START_TEST(lookup_malformed)
 		} else if (f.k[i].family == AF_INET) {
 			bad[i].laddr.bytes[4 + i % 12] = 0x40;
 		} else {
-			bad[i].family = AF_INET;	/* v6 bytes as padding */
+			bad[i].family = AF_INET; /* v6 bytes as padding */
 		}
 	}
 	rcu_read_lock();

@@ -319,7 +319,8 @@ static void op_insert(struct conntab *tab, int recycle)
 	if (!want) {
 		linked(slot, tab, &k, CONNTAB_ESTABLISHED);
 		rcu_read_lock();
-		check_found(conntab_lookup(tab, &k), slot, "lookup after insert");
+		check_found(conntab_lookup(tab, &k), slot,
+			    "lookup after insert");
 		rcu_read_unlock();
 	}
 }
@@ -520,7 +521,8 @@ static void op_bad(void)
 	get_key(&k);
 	switch (sub % 12) {
 	case 0:
-		EXPECT_INT(conntab_insert(NULL, n, &k), -EINVAL, "insert(NULL)");
+		EXPECT_INT(conntab_insert(NULL, n, &k), -EINVAL,
+			   "insert(NULL)");
 		EXPECT_INT(conntab_insert(t, NULL, &k), -EINVAL,
 			   "insert(node NULL)");
 		EXPECT_INT(conntab_insert(t, n, NULL), -EINVAL,
