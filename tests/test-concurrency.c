@@ -188,124 +188,7 @@ struct writer {
 /* What the writers know: the node holding each key (owner only). */
 static struct tconn *holder[NKEYS];
 static enum conntab_state hstate[NKEYS];
-
-static void expect(int got, int want, const char *op, uint32_t id)
-{
-	if (got != want)
-		th_report("writer: %s key %u: %d, want %d", op, id, got, want);
-}
-
-static void flip(struct writer *w, uint32_t id)
-{
-	struct tconn *c = holder[id], *n;
-	struct conntab_node *rec = NULL;
-	struct conntab_key k;
-	uint64_t r = th_rnd(&w->rng);
-
-	t_key(&k, id);
-	if (hstate[id] == CONNTAB_ESTABLISHED) {
-		if (r % 3 == 0) {
-			expect(conntab_timewait(table, &c->node, &c->node), 0,
-			       "timewait in place", id);
-		} else {
-			n = t_conn_new(id);
-			expect(conntab_timewait(table, &c->node, &n->node), 0,
-			       "timewait", id);
-			holder[id] = n;
-			th_retire(c);
-		}
-		hstate[id] = CONNTAB_TIMEWAIT;
-	} else {
-		n = t_conn_new(id);
-		expect(conntab_insert(table, &n->node, &k), -EEXIST,
-		       "insert over timewait", id);
-		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
-		       "recycle", id);
-		if (rec != &c->node)
-			th_report("recycle key %u returned %p, want %p", id,
-			       (void *)rec, (void *)&c->node);
-		holder[id] = n;
-		hstate[id] = CONNTAB_ESTABLISHED;
-		th_retire(c);
-	}
-}
-
-static void churn(struct writer *w, uint32_t id)
-{
-	struct tconn *c = holder[id], *n;
-	struct conntab_node *rec = NULL;
-	struct conntab_key k;
-	uint64_t r = th_rnd(&w->rng) % 6;
-
-	t_key(&k, id);
-	if (!c) {
-		n = t_conn_new(id);
-		if (r < 3) {
-			expect(conntab_insert(table, &n->node, &k), 0,
-			       "insert", id);
-		} else {
-			rec = &n->node;
-			expect(conntab_insert_recycle(table, &n->node, &k,
-						      &rec), 0,
-			       "recycle absent", id);
-			if (rec)
-				th_report("recycle of absent key %u returned %p",
-				       id, (void *)rec);
-		}
-		holder[id] = n;
-		hstate[id] = CONNTAB_ESTABLISHED;
-	} else if (r < 2) {
-		expect(conntab_remove(table, &c->node), 0, "remove", id);
-		expect(conntab_remove(table, &c->node), -ENOENT,
-		       "second remove", id);
-		holder[id] = NULL;
-		th_retire(c);
-	} else if (hstate[id] == CONNTAB_ESTABLISHED) {
-		if (r < 4) {
-			expect(conntab_timewait(table, &c->node, &c->node), 0,
-			       "timewait in place", id);
-		} else {
-			n = t_conn_new(id);
-			expect(conntab_timewait(table, &c->node, &n->node), 0,
-			       "timewait", id);
-			holder[id] = n;
-			th_retire(c);
-		}
-		hstate[id] = CONNTAB_TIMEWAIT;
-	} else {
-		n = t_conn_new(id);
-		expect(conntab_timewait(table, &c->node, &n->node), -EINVAL,
-		       "timewait of timewait", id);
-		expect(conntab_insert_recycle(table, &n->node, &k, &rec), 0,
-		       "recycle", id);
-		if (rec != &c->node)
-			th_report("recycle key %u returned %p, want %p", id,
-			       (void *)rec, (void *)&c->node);
-		holder[id] = n;
-		hstate[id] = CONNTAB_ESTABLISHED;
-		th_retire(c);
-	}
-}
-
-/* The writer owns its keys: its own lookups must agree exactly. */
-static void self_check(struct writer *w, uint32_t id)
-{
-	struct conntab_node *n;
-	struct conntab_key k;
-
-	t_key(&k, id);
-	rcu_read_lock();
-	n = conntab_lookup(table, &k);
-	if (n != (holder[id] ? &holder[id]->node : NULL))
-		th_report("writer: lookup of own key %u: %p, want %p", id,
-		       (void *)n,
-		       holder[id] ? (void *)&holder[id]->node : NULL);
-	else if (n && conntab_node_state(n) != hstate[id])
-		th_report("writer: own key %u in state %d, want %d", id,
-		       conntab_node_state(n), hstate[id]);
-	rcu_read_unlock();
-	w->self_checks++;
-}
+static struct th_model model = { NULL, holder, hstate, NKEYS };
 
 static void *writer_main(void *arg)
 {
@@ -318,10 +201,11 @@ static void *writer_main(void *arg)
 		if (IS_FIXED(id) || OWNER(id) != w->idx)
 			continue;
 		if (IS_FLIP(id))
-			flip(w, id);
+			th_flip(&model, id, &w->rng);
 		else
-			churn(w, id);
-		self_check(w, id);
+			th_churn(&model, id, &w->rng);
+		th_self_check(&model, id);
+		w->self_checks++;
 		th_tick(&w->ops);
 	}
 	rcu_unregister_thread();
@@ -354,6 +238,7 @@ START_TEST(readers_writers)
 	uint32_t id;
 
 	table = t_table(B, 0, 0);	/* small: long chains */
+	model.t = table;
 	stop = 0;
 	th_reset();
 	memset(holder, 0, sizeof(holder));

@@ -23,7 +23,9 @@ void th_reset(void);
  * Free @c after a grace period: the call_rcu callback poisons it (magic
  * DEAD, key scribbled) and keeps it in a quarantine of the most recent
  * few thousand before free(), so a reader that still holds it sees the
- * poison instead of reused memory. Caller is a registered thread.
+ * poison instead of reused memory; under AddressSanitizer the quarantined
+ * node is also poisoned for ASan, so such a read stops the program with a
+ * report. Caller is a registered thread.
  */
 void th_retire(struct tconn *c);
 /* Free the quarantine (after rcu_barrier()). */
@@ -35,6 +37,36 @@ void th_quarantine_flush(void);
  */
 int th_check_node(const struct conntab_node *n, const struct conntab_key *k,
 		  uint32_t id, const char *who);
+
+/*
+ * What the writers know: the node holding each key (NULL: absent) and its
+ * state. Every key has one owner thread, the only one that changes it, so
+ * the owner's model is exact and its own lookups must agree with it.
+ */
+struct th_model {
+	struct conntab *t;
+	struct tconn **holder;		/* [nkeys] */
+	enum conntab_state *state;	/* [nkeys] */
+	uint32_t nkeys;
+};
+
+/*
+ * Key @id stays present: time-wait its node (in place or to a new node),
+ * or recycle its TIME_WAIT node by a new one, which the contract makes
+ * atomic for readers. Owner only; checks every result (th_report), retires
+ * replaced nodes; returns the number of writer calls made.
+ */
+unsigned int th_flip(struct th_model *m, uint32_t id, uint64_t *rng);
+
+/*
+ * Key @id comes and goes through every writer operation (insert,
+ * insert_recycle of an absent key, remove and a second remove, timewait
+ * in place and to a new node, recycle). As th_flip().
+ */
+unsigned int th_churn(struct th_model *m, uint32_t id, uint64_t *rng);
+
+/* The owner's lookup of @id gives the model's node, in its state. */
+void th_self_check(struct th_model *m, uint32_t id);
 
 /* One more step of a thread's progress counter (read by the main thread). */
 static inline void th_tick(unsigned long *c)
