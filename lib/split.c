@@ -58,6 +58,7 @@
 #include "chain.h"
 #include "conntab-int.h"
 #include "heads.h"
+#include "walk.h"
 
 /* Smallest table, for expected = 0. */
 #define CT_SPLIT_MIN_BUCKETS	64
@@ -353,139 +354,65 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 }
 
 /*
- * Walk snapshot of one est chain: a stack buffer that grows on the heap for
- * the rare chain longer than it.
+ * One pass of the walk over bucket @b (walk.h): its est chain, then its tw
+ * chain, into @sel. False if the est scan was diverted by a move to tw;
+ * the pass is then retried (nothing was called yet).
+ *
+ * A node in the table for the whole walk is seen in every pass: if it left
+ * est before the est scan reached it, it was on tw before (R), and the
+ * fence makes the tw scan see it. A node caught in the move is seen on
+ * both and kept once. tw chains never divert a reader (their nodes leave
+ * only by unlink, which keeps the link).
+ *
+ * conntab_walk_state(CONNTAB_TIMEWAIT) scans only tw chains, so an expiry
+ * sweep reads no established entry; CONNTAB_ESTABLISHED scans only est
+ * chains, and the caller skips a node caught in its move to tw.
  */
-#define CT_SPLIT_SNAP	32
-
-struct split_snap {
-	struct conntab_node **v;
-	size_t len, cap;
-	struct conntab_node *local[CT_SPLIT_SNAP];
-};
-
-static int split_snap_add(struct split_snap *sn, struct conntab_node *n)
-{
-	if (sn->len == sn->cap) {
-		struct conntab_node **v;
-
-		v = malloc(2 * sn->cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		memcpy(v, sn->v, sn->len * sizeof(*v));
-		if (sn->v != sn->local)
-			free(sn->v);
-		sn->v = v;
-		sn->cap *= 2;
-	}
-	sn->v[sn->len++] = n;
-	return 0;
-}
-
-static bool split_snap_has(const struct split_snap *sn,
-			   const struct conntab_node *n)
-{
-	size_t i;
-
-	for (i = 0; i < sn->len; i++)
-		if (sn->v[i] == n)
-			return true;
-	return false;
-}
-
-/*
- * The est chain of bucket @b, taken again until a pass ends on its own
- * marker: then it holds every node that was on the chain for the whole
- * pass, each once (nodes only join an est chain at its head, and never
- * rejoin one they left).
- */
-static int split_snap_est(struct ct_split *sp, uint32_t b,
-			  struct split_snap *sn)
+static bool split_walk_pass(struct ct_split *sp, uint32_t b, int state,
+			    struct ct_walk_sel *sel)
 {
 	uintptr_t id = split_est_id(b);
-	struct conntab_node *n;
-	int err;
 
-again:
-	sn->len = 0;
-	for (n = ct_rcu_deref(sp->heads[id]); !ct_is_nulls(n);
-	     n = ct_rcu_deref(n->ct_next)) {
-		err = split_snap_add(sn, n);
-		if (err)
-			return err;
+	if (state != CONNTAB_TIMEWAIT &&
+	    !ct_walk_sel_chain(sel, &sp->heads[id], id)) {
+		sel->len = 0;
+		return false;
 	}
-	if (ct_nulls_id(n) != id)
-		goto again;	/* diverted by a move to tw */
-	return 0;
+	if (state == CONNTAB_ESTABLISHED)
+		return true;
+	/* Pairs with (R): a node gone from the est scan is on tw. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	ct_walk_sel_chain(sel, &sp->heads[id + 1], id + 1);
+	return true;
 }
 
-/*
- * What the walk guarantees: a node in the table for the whole walk is
- * visited exactly once, also if it moves from est to tw meanwhile (the
- * in-place conntab_timewait keeps the node in the table):
- *
- *  - a bucket's two chains are walked as a unit: first a snapshot of its
- *    est chain (complete by split_snap_est), then, after an acquire fence,
- *    its tw chain live, skipping nodes that are in the snapshot. A node
- *    that moved before the snapshot is on tw (R); one that moved after it
- *    is in the snapshot and skipped on tw; so it is seen once either way;
- *  - fn runs on the snapshot, not on a live est chain, so fn (or another
- *    writer) moving a node to tw cannot divert the walk, and a snapshot
- *    taken again after a diversion has called no fn yet;
- *  - the tw chain can be walked live: its nodes leave it only by unlink,
- *    which keeps their link, so fn may remove the node it is given.
- *
- * conntab_walk_state(CONNTAB_TIMEWAIT) walks only the tw chains, no est
- * entry is read; CONNTAB_ESTABLISHED only the est snapshots, skipping a
- * node caught in its move to tw. The walk needs memory only for an est
- * chain longer than CT_SPLIT_SNAP; if that allocation fails it returns
- * -ENOMEM, having visited no node twice.
- */
 static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
 	struct ct_split *sp = ct_split(t);
-	struct split_snap sn = { .cap = CT_SPLIT_SNAP };
-	struct conntab_node *n, *next;
+	struct ct_walk_sel sel;
+	struct conntab_node *n;
 	uint32_t b = 0;
 	size_t i;
-	int ret = 0;
+	int ret;
 
-	sn.v = sn.local;
 	do {
-		sn.len = 0;
-		if (state != CONNTAB_TIMEWAIT) {
-			ret = split_snap_est(sp, b, &sn);
-			if (ret)
-				goto out;
-			for (i = 0; i < sn.len; i++) {
-				n = sn.v[i];
+		ct_walk_sel_init(&sel);
+		do {
+			while (!split_walk_pass(sp, b, state, &sel))
+				;
+			/* fn runs on the selection: it may move or unlink n. */
+			for (i = 0; i < sel.len; i++) {
+				n = sel.v[i];
 				if (state != CT_WALK_ALL &&
 				    (int)conntab_node_state(n) != state)
 					continue;
 				ret = fn(n, arg);
 				if (ret)
-					goto out;
+					return ret;
 			}
-		}
-		if (state == CONNTAB_ESTABLISHED)
-			continue;
-		/* Pairs with (R): a node gone from the snapshot is on tw. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		for (n = ct_rcu_deref(*split_head(sp, b, CONNTAB_TIMEWAIT));
-		     !ct_is_nulls(n); n = next) {
-			/* fn may unlink n; its link stays. */
-			next = ct_rcu_deref(n->ct_next);
-			if (split_snap_has(&sn, n))
-				continue;
-			ret = fn(n, arg);
-			if (ret)
-				goto out;
-		}
+		} while (ct_walk_sel_advance(&sel));
 	} while (b++ < sp->mask);
-out:
-	if (sn.v != sn.local)
-		free(sn.v);
-	return ret;
+	return 0;
 }
 
 static void split_stats(struct conntab *t, struct conntab_stats *st)

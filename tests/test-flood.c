@@ -30,6 +30,17 @@ struct conn {
 
 static struct conntab_key attack[NATTACK];
 static struct conn conns[NATTACK];
+static unsigned int visits[NATTACK];
+
+/* Count the visits of each node: a long chain takes several walk passes. */
+static int count_visit(struct conntab_node *n, void *arg)
+{
+	struct conn *c = conntab_entry(n, struct conn, node);
+
+	(void)arg;
+	visits[c - conns]++;
+	return 0;
+}
 
 /* Keys whose hash under the known secret picks bucket 0 of NBUCKETS. */
 static void build_attack(void)
@@ -72,6 +83,11 @@ static size_t fill_and_depth(enum conntab_backend b, const uint8_t *secret)
 	rcu_read_lock();
 	for (i = 0; i < NATTACK; i++)
 		ck_assert_ptr_eq(conntab_lookup(t, &attack[i]), &conns[i].node);
+	/* Every node exactly once, also from one chain of all of them. */
+	memset(visits, 0, sizeof(visits));
+	ck_assert_int_eq(conntab_walk(t, count_visit, NULL), 0);
+	for (i = 0; i < NATTACK; i++)
+		ck_assert_uint_eq(visits[i], 1);
 	rcu_read_unlock();
 	conntab_stats(t, &st);
 	ck_assert_uint_eq(st.entries, NATTACK);

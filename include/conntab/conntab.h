@@ -300,9 +300,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
  * @param fn  callback; a nonzero return stops the walk
  * @param arg passed to @p fn
  * @return 0, or the first nonzero value of @p fn; -EINVAL for NULL
- *         arguments; -ENOMEM if a backend that snapshots a chain before
- *         calling @p fn (split, exthash) could not allocate room for a
- *         long one (the walk stops; no node was visited twice)
+ *         arguments. A walk allocates no memory.
  */
 CONNTAB_API int conntab_walk(struct conntab *t,
 			     int (*fn)(struct conntab_node *n, void *arg),
