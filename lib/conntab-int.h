@@ -43,6 +43,12 @@ typedef int (*ct_walk_fn)(struct conntab_node *n, void *arg);
 
 struct conntab_ops {
 	/*
+	 * The front end stores the key's keyed hash in n->ct_hash before
+	 * insert; a backend that indexes by the key's own bits (the trie)
+	 * sets this and saves the SipHash on every insert.
+	 */
+	bool unhashed;
+	/*
 	 * Allocate and initialise a table whose head is a copy of @tmpl.
 	 * NULL with errno set on failure.
 	 */

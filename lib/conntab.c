@@ -156,7 +156,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 		return -EBUSY;
 	/* Claimed and not yet published: plain stores are private. */
 	n->ct_key = *key;
-	n->ct_hash = ct_hash_key(&t->secret, key);
+	n->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(&t->secret, key);
 	n->ct_state = CONNTAB_ESTABLISHED;
 	err = t->ops->insert(t, n, recycled);
 	if (err)

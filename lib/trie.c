@@ -1127,6 +1127,7 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 }
 
 const struct conntab_ops ct_trie_ops = {
+	.unhashed	= true,
 	.create		= trie_create,
 	.destroy	= trie_destroy,
 	.insert		= trie_insert,
