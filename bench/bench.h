@@ -22,6 +22,7 @@
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64
+#define B_MAX_IMPLS	16
 
 struct bench_impl;
 
@@ -33,7 +34,7 @@ struct bench_opts {
 	const char *impls;	/* comma list, NULL = all */
 	unsigned int threads;	/* reader threads for churn / grow / timewait */
 	unsigned int reps;	/* repetitions, median reported */
-	bool pin, v6, json, quick, zero_secret;
+	bool pin, v6, json, table, quick, zero_secret;
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
 	const char *plot;	/* SVG file for gnuplot, or NULL */
@@ -86,6 +87,8 @@ enum { R_NONE, R_DEP, R_INDEP };
 extern struct bench_opts b_opts;
 void b_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void b_record(const struct bench_result *r);
+/* A wrong answer (missed key, failed operation): reported, exit status 1. */
+void b_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Timing and small helpers (bench/util.c). */
 static inline uint64_t b_now_ns(void)
@@ -111,9 +114,12 @@ void b_keys_free(struct bench_keys *k);
 
 /* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
 void b_floor(size_t n);
-void b_run_single(const struct bench_impl *im, const struct bench_keys *k);
-void b_run_update(const struct bench_impl *im, const struct bench_keys *k);
-void b_run_mt(const struct bench_impl *im, const struct bench_keys *k);
+void b_run_single(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
+void b_run_update(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
+void b_run_mt(const struct bench_impl **im, size_t ni,
+	      const struct bench_keys *k);
 
 /* Reporting (bench/report.c). */
 void b_report_header(void);

@@ -18,3 +18,20 @@ if HAVE_CK
 bench_conntab_bench_SOURCES += bench/impl-ck.c
 bench_conntab_bench_LDADD += -lck
 endif
+
+# The default set: N = 1M and 4M, every workload.
+bench: bench/conntab-bench$(EXEEXT)
+	bench/conntab-bench$(EXEEXT)
+
+# The 2007 experiment: 1M connections, one thread, every backend and peer.
+DEMO_FLAGS = --n 1M --table \
+	--workload floor,lookup,lookup-dep,batch,insert,remove,memory
+demo: bench/conntab-bench$(EXEEXT)
+	bench/conntab-bench$(EXEEXT) $(DEMO_FLAGS)
+
+.PHONY: bench demo
+
+# Smoke run at a tiny size: every workload and implementation must give
+# right answers (exit status); no timing is checked.
+TESTS += bench/smoke.sh
+EXTRA_DIST += bench/smoke.sh

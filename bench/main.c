@@ -75,6 +75,19 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 }
 
 static uint64_t progress_last;
+static unsigned long failures;
+
+void b_failed(const char *fmt, ...)
+{
+	va_list ap;
+
+	failures++;
+	fputs("conntab-bench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 void b_progress(const char *fmt, ...)
 {
@@ -186,6 +199,7 @@ static void usage(FILE *f)
 "  --secret zero      all-zero hash secret (default: random, one per run)\n"
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
+"  --table            one table per size: workloads x implementations\n"
 "  --plot FILE.svg    draw ns/lookup against N (needs gnuplot)\n");
 }
 
@@ -204,6 +218,7 @@ static void parse(int argc, char **argv)
 		{ "secret", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "table", no_argument, NULL, 'T' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -255,6 +270,7 @@ static void parse(int argc, char **argv)
 			break;
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
+		case 'T': b_opts.table = true; break;
 		case 'P': b_opts.plot = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: goto bad;
@@ -277,8 +293,8 @@ int main(int argc, char **argv)
 {
 	const struct bench_impl *im[16];
 	struct bench_keys keys;
-	size_t ni, i;
 	unsigned int s;
+	size_t ni;
 
 	parse(argc, argv);
 	ni = b_impls(im, 16);
@@ -289,6 +305,8 @@ int main(int argc, char **argv)
 	rcu_register_thread();
 	if (b_opts.pin)
 		b_pin_self(0);
+	if (b_opts.json && b_opts.table)
+		b_opts.table = false;
 	if (!b_opts.json) {
 		printf("# conntab-bench %s keys, secret %s, seed %llu, "
 		       "median of %u, threads %u%s\n",
@@ -306,11 +324,9 @@ int main(int argc, char **argv)
 			    b_opts.zero_secret);
 		/* The floor is needed for every ratio_to_floor. */
 		b_floor(n);
-		for (i = 0; i < ni; i++) {
-			b_run_single(im[i], &keys);
-			b_run_update(im[i], &keys);
-			b_run_mt(im[i], &keys);
-		}
+		b_run_single(im, ni, &keys);
+		b_run_update(im, ni, &keys);
+		b_run_mt(im, ni, &keys);
 		b_keys_free(&keys);
 		progress_done();
 		b_report_flush();
@@ -320,5 +336,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
 	rcu_unregister_thread();
-	return 0;
+	if (failures)
+		fprintf(stderr, "conntab-bench: %lu wrong results\n", failures);
+	return failures ? 1 : 0;
 }

@@ -13,6 +13,13 @@ struct bench_objs {
 	size_t n;
 };
 
+/* A built table of one implementation, with its objects. */
+struct bench_table {
+	const struct bench_impl *im;
+	void *t;
+	struct bench_objs o;
+};
+
 static inline void *b_obj(const struct bench_objs *o,
 			  const struct bench_keys *k, size_t i)
 {
@@ -25,6 +32,10 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	      struct bench_objs *o, size_t expected);
 void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want);
+
+void b_result(const struct bench_impl *im, const char *wl, size_t n,
+	      unsigned int threads, double *v, const char *unit, int kind,
+	      bool higher);
 
 extern volatile uintptr_t b_sink;
 

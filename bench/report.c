@@ -82,9 +82,76 @@ static void fmt(char *buf, size_t len, double v)
 
 void b_report_header(void)
 {
-	if (!b_opts.json)
+	if (!b_opts.json && !b_opts.table)
 		printf("workload\timpl\tn\tthreads\tvalue\tunit\t"
 		       "ratio_to_floor\tratio_to_lfht\tmin\tmax\n");
+}
+
+/*
+ * --table: results [from, nres) as one row per workload and one column per
+ * implementation, "value (ratio to lfht)", for people rather than scripts.
+ */
+static void print_table(size_t from)
+{
+	const char *impls[16], *wl[64];
+	unsigned int thr[64];
+	const char *unit[64];
+	size_t ni = 0, nw = 0, i, j, x;
+	char cell[48], a[32], b[32];
+
+	for (i = from; i < nres; i++) {
+		const struct bench_result *r = &res[i];
+
+		if (!strcmp(r->workload, "floor"))
+			continue;
+		for (j = 0; j < ni && strcmp(impls[j], r->impl); j++)
+			;
+		if (j == ni && ni < 16)
+			impls[ni++] = r->impl;
+		for (j = 0; j < nw; j++)
+			if (!strcmp(wl[j], r->workload) && thr[j] == r->threads)
+				break;
+		if (j == nw && nw < 64) {
+			wl[nw] = r->workload;
+			thr[nw] = r->threads;
+			unit[nw++] = r->unit;
+		}
+	}
+	if (from == nres)
+		return;
+	fmt(a, sizeof(a), value_of("floor", "dependent", res[from].n, 1));
+	fmt(b, sizeof(b), value_of("floor", "16-streams", res[from].n, 1));
+	printf("\nn = %zu; floor: dependent load %s ns, 16 streams %s ns/load"
+	       "; cells: value (ratio to lfht)\n", res[from].n, a, b);
+	printf("%-16s %-2s %-9s", "workload", "t", "unit");
+	for (j = 0; j < ni; j++)
+		printf(" %16s", impls[j]);
+	printf("\n");
+	for (i = 0; i < nw; i++) {
+		printf("%-16s %-2u %-9s", wl[i], thr[i], unit[i]);
+		for (j = 0; j < ni; j++) {
+			const struct bench_result *r =
+				find(wl[i], impls[j], res[from].n, thr[i]);
+
+			cell[0] = 0;
+			if (r) {
+				double q = ratio_lfht(r);
+
+				if (r->value >= 1e6)
+					snprintf(a, sizeof(a), "%.2fM",
+						 r->value / 1e6);
+				else
+					fmt(a, sizeof(a), r->value);
+				fmt(b, sizeof(b), q);
+				x = (size_t)snprintf(cell, sizeof(cell), "%s", a);
+				if (!isnan(q) && x < sizeof(cell))
+					snprintf(cell + x, sizeof(cell) - x,
+						 " (%s)", b);
+			}
+			printf(" %16s", r ? cell : "-");
+		}
+		printf("\n");
+	}
 }
 
 /* Print what was recorded since the last flush (ratios need the peers). */
@@ -92,6 +159,12 @@ void b_report_flush(void)
 {
 	char v[32], f[32], l[32], mn[32], mx[32];
 
+	if (b_opts.table) {
+		print_table(printed);
+		printed = nres;
+		fflush(stdout);
+		return;
+	}
 	for (; printed < nres; printed++) {
 		const struct bench_result *r = &res[printed];
 

@@ -143,20 +143,6 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-static void record(const struct bench_impl *im, const char *wl, size_t n,
-		   unsigned int threads, double *v, unsigned int k,
-		   const char *unit, int kind, bool higher)
-{
-	struct bench_result r = {
-		.impl = im->name, .n = n, .threads = threads, .unit = unit,
-		.ratio_kind = kind, .higher_better = higher,
-	};
-
-	snprintf(r.workload, sizeof(r.workload), "%s", wl);
-	r.value = b_median(v, k, &r.min, &r.max);
-	b_record(&r);
-}
-
 /* ---- churn ---- */
 
 struct writer {
@@ -225,73 +211,89 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
-static void churn(const struct bench_impl *im, const struct bench_keys *k)
+/* One churn measurement: @nr readers and one writer on table @tb. */
+static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
+		      unsigned int nr, double *lps, double *nsl, double *wps)
 {
-	unsigned int cfg[3] = { 1, 2, b_opts.threads }, nc, c, rep, i;
-	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull;
-	double lps[3][B_MAX_REPS], nsl[B_MAX_REPS], wps[B_MAX_REPS];
+	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull, t0, t1;
+	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
-	size_t n = k->n, look, miss;
-	struct bench_objs o;
+	volatile int stop = 0, wstop = 0;
+	struct writer w = { .im = im, .t = tb->t, .k = k, .cpu = nr,
+			    .stop = &wstop };
+	size_t l0, l1, p0, p1, look, miss;
 	int ready;
-	void *t;
+
+	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
+		fprintf(stderr, "conntab-bench: no writer thread\n");
+		exit(1);
+	}
+	sleep_ns(dur / 8);	/* let everyone get going */
+	l0 = readers_count(rd, nr);
+	p0 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	t0 = b_now_ns();
+	sleep_ns(dur);
+	l1 = readers_count(rd, nr);
+	p1 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	t1 = b_now_ns();
+	wstop = 1;
+	pthread_join(w.tid, NULL);
+	readers_stop(rd, nr, &stop, &look, &miss);
+	b_check_found(im, "churn", look - miss, look);
+	if (w.fails)
+		b_failed("%s churn: %zu writes failed", im->name, w.fails);
+	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
+	*nsl = (double)(t1 - t0) * nr / (double)(l1 - l0);
+	*wps = (double)(p1 - p0) * 1e9 / (double)(t1 - t0);
+}
+
+static void churn(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
+{
+	unsigned int cfg[3] = { 1, 2, b_opts.threads }, nc, c, rep;
+	static double lps[3][B_MAX_IMPLS][B_MAX_REPS];
+	double nsl[B_MAX_IMPLS][B_MAX_REPS], wps[B_MAX_IMPLS][B_MAX_REPS];
+	double sc[B_MAX_REPS];
+	struct bench_table tb[B_MAX_IMPLS];
+	size_t n = k->n, i;
 
 	nc = b_opts.threads > 2 ? 3 : 2;
-	b_objs_init(&o, im, n);
-	b_progress("n=%zu %s: churn build", n, im->name);
-	t = b_build(im, k, &o, n);
-	for (c = 0; c < nc; c++) {
-		unsigned int nr = cfg[c];
-
-		for (rep = 0; rep < b_opts.reps; rep++) {
-			volatile int stop = 0, wstop = 0;
-			struct writer w = { .im = im, .t = t, .k = k,
-					    .cpu = nr, .stop = &wstop };
-			size_t l0, l1, p0, p1;
-			uint64_t t0, t1;
-
-			b_progress("n=%zu %s: churn %u readers %u/%u", n,
-				   im->name, nr, rep + 1, b_opts.reps);
-			readers_start(rd, nr, im, t, k, &stop, NULL, &ready);
-			if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
-				fprintf(stderr, "conntab-bench: no writer\n");
-				exit(1);
-			}
-			sleep_ns(dur / 8);	/* let everyone get going */
-			l0 = readers_count(rd, nr);
-			p0 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
-			t0 = b_now_ns();
-			sleep_ns(dur);
-			l1 = readers_count(rd, nr);
-			p1 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
-			t1 = b_now_ns();
-			wstop = 1;
-			pthread_join(w.tid, NULL);
-			readers_stop(rd, nr, &stop, &look, &miss);
-			b_check_found(im, "churn", look - miss, look);
-			if (w.fails)
-				fprintf(stderr, "conntab-bench: %s churn: %zu "
-					"writes failed\n", im->name, w.fails);
-			lps[c][rep] = (double)(l1 - l0) * 1e9 /
-				      (double)(t1 - t0);
-			nsl[rep] = (double)(t1 - t0) * nr / (double)(l1 - l0);
-			wps[rep] = (double)(p1 - p0) * 1e9 / (double)(t1 - t0);
-		}
-		record(im, "churn-ns", n, nr, nsl, b_opts.reps, "ns/op",
-		       R_DEP, false);
-		record(im, "churn-writes", n, nr, wps, b_opts.reps,
-		       "pairs/s", R_NONE, true);
-		/* Copy: b_median sorts, the scale below needs rep pairs. */
-		memcpy(nsl, lps[c], sizeof(nsl));
-		record(im, "churn", n, nr, nsl, b_opts.reps, "lookups/s",
-		       R_NONE, true);
+	for (i = 0; i < ni; i++) {
+		b_progress("n=%zu %s: churn build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
 	}
-	/* Scaling per repetition (same conditions), then the median. */
-	for (i = 0; i < b_opts.reps; i++)
-		nsl[i] = lps[1][i] / lps[0][i];
-	record(im, "churn-scale", n, 2, nsl, b_opts.reps, "x", R_NONE, true);
-	im->destroy(t);
-	b_objs_free(&o);
+	for (c = 0; c < nc; c++) {
+		for (rep = 0; rep < b_opts.reps; rep++) {
+			b_progress("n=%zu churn %u readers %u/%u", n, cfg[c],
+				   rep + 1, b_opts.reps);
+			for (i = 0; i < ni; i++)
+				churn_rep(&tb[i], k, cfg[c], &lps[c][i][rep],
+					  &nsl[i][rep], &wps[i][rep]);
+		}
+		for (i = 0; i < ni; i++) {
+			double tmp[B_MAX_REPS];
+
+			b_result(im[i], "churn-ns", n, cfg[c], nsl[i], "ns/op",
+				 R_DEP, false);
+			b_result(im[i], "churn-writes", n, cfg[c], wps[i],
+				 "pairs/s", R_NONE, true);
+			/* A copy: b_median sorts, the scale needs pairs. */
+			memcpy(tmp, lps[c][i], sizeof(tmp));
+			b_result(im[i], "churn", n, cfg[c], tmp, "lookups/s",
+				 R_NONE, true);
+		}
+	}
+	for (i = 0; i < ni; i++) {
+		/* Scaling per repetition (same conditions), then the median. */
+		for (rep = 0; rep < b_opts.reps; rep++)
+			sc[rep] = lps[1][i][rep] / lps[0][i][rep];
+		b_result(im[i], "churn-scale", n, 2, sc, "x", R_NONE, true);
+		im[i]->destroy(tb[i].t);
+		b_objs_free(&tb[i].o);
+	}
 }
 
 /* ---- grow ---- */
@@ -303,131 +305,175 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void grow(const struct bench_impl *im, const struct bench_keys *k)
+/* One growth 0 -> N of a table created without a sizing hint. */
+static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
+		     const struct bench_keys *k, unsigned int nr,
+		     uint32_t *lat, double *out)
 {
-	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
-	double mean[B_MAX_REPS], p50[B_MAX_REPS], p99[B_MAX_REPS],
-	       p999[B_MAX_REPS], pmax[B_MAX_REPS], misses[B_MAX_REPS];
 	struct reader rd[B_MAX_THREADS];
-	size_t n = k->n, i, look, miss, fail;
-	uint32_t *lat = b_alloc(n * sizeof(*lat));
-	struct bench_objs o;
+	size_t n = k->n, i, look, miss, fail = 0, count = 0;
+	volatile int stop = 0;
+	uint64_t t0, t1, start;
 	int ready;
+	void *t;
 
-	b_objs_init(&o, im, n);
+	memset(o->base, 0, n * B_LINE);
+	t = im->create(im, 0, k->secret);
+	if (!t) {
+		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
+		exit(1);
+	}
+	readers_start(rd, nr, im, t, k, &stop, &count, &ready);
+	start = t0 = b_now_ns();
+	for (i = 0; i < n; i++) {
+		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
+		t1 = b_now_ns();
+		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX : (uint32_t)(t1 - t0);
+		t0 = t1;
+		/* Key i is in: readers may look it up from now on. */
+		__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);
+	}
+	out[0] = (double)(t0 - start) / (double)n;
+	readers_stop(rd, nr, &stop, &look, &miss);
+	if (fail)
+		b_failed("%s grow: %zu inserts failed", im->name, fail);
+	/* A present key was not found while the table grew. */
+	if (miss)
+		b_failed("%s grow: %zu lookups missed a present key",
+			 im->name, miss);
+	out[5] = (double)miss;
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	out[1] = lat[n / 2];
+	out[2] = lat[n - 1 - n / 100];
+	out[3] = lat[n - 1 - n / 1000];
+	out[4] = lat[n - 1];
+	im->destroy(t);
+}
+
+static void grow(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k)
+{
+	static const char *const what[6] = {
+		"grow", "grow-p50", "grow-p99", "grow-p99.9", "grow-max",
+		"grow-misses",
+	};
+	static const char *const unit[6] = {
+		"ns/op", "ns", "ns", "ns", "ns", "lookups",
+	};
+	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
+	static double v[6][B_MAX_IMPLS][B_MAX_REPS];
+	uint32_t *lat = b_alloc(k->n * sizeof(*lat));
+	struct bench_objs o[B_MAX_IMPLS];
+	size_t i, j;
+	double out[6];
+
+	for (i = 0; i < ni; i++)
+		b_objs_init(&o[i], im[i], k->n);
 	for (rep = 0; rep < b_opts.reps; rep++) {
-		volatile int stop = 0;
-		size_t count = 0;
-		uint64_t t0, t1, start;
-		void *t;
-
-		b_progress("n=%zu %s: grow %u/%u", n, im->name, rep + 1,
-			   b_opts.reps);
-		memset(o.base, 0, n * B_LINE);
-		t = im->create(im, 0, k->secret);
-		if (!t) {
-			fprintf(stderr, "conntab-bench: %s: create failed\n",
-				im->name);
-			exit(1);
+		b_progress("n=%zu grow %u/%u", k->n, rep + 1, b_opts.reps);
+		for (i = 0; i < ni; i++) {
+			grow_rep(im[i], &o[i], k, nr, lat, out);
+			for (j = 0; j < 6; j++)
+				v[j][i][rep] = out[j];
 		}
-		readers_start(rd, nr, im, t, k, &stop, &count, &ready);
-		fail = 0;
-		start = t0 = b_now_ns();
-		for (i = 0; i < n; i++) {
-			fail += im->insert(t, b_obj(&o, k, i), &k->keys[i]) != 0;
-			t1 = b_now_ns();
-			lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
-						      : (uint32_t)(t1 - t0);
-			t0 = t1;
-			/* Key i is in: readers may look it up now. */
-			__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);
-		}
-		mean[rep] = (double)(t0 - start) / (double)n;
-		readers_stop(rd, nr, &stop, &look, &miss);
-		if (fail)
-			fprintf(stderr, "conntab-bench: %s grow: %zu inserts "
-				"failed\n", im->name, fail);
-		misses[rep] = (double)miss;
-		qsort(lat, n, sizeof(*lat), cmp_u32);
-		p50[rep] = lat[n / 2];
-		p99[rep] = lat[n - 1 - n / 100];
-		p999[rep] = lat[n - 1 - n / 1000];
-		pmax[rep] = lat[n - 1];
-		im->destroy(t);
 	}
 	free(lat);
-	b_objs_free(&o);
-	record(im, "grow", n, nr, mean, b_opts.reps, "ns/op", R_DEP, false);
-	record(im, "grow-p50", n, nr, p50, b_opts.reps, "ns", R_NONE, false);
-	record(im, "grow-p99", n, nr, p99, b_opts.reps, "ns", R_NONE, false);
-	record(im, "grow-p99.9", n, nr, p999, b_opts.reps, "ns", R_NONE,
-	       false);
-	record(im, "grow-max", n, nr, pmax, b_opts.reps, "ns", R_NONE, false);
-	record(im, "grow-misses", n, nr, misses, b_opts.reps, "lookups",
-	       R_NONE, false);
+	for (i = 0; i < ni; i++) {
+		b_objs_free(&o[i]);
+		for (j = 0; j < 6; j++)
+			b_result(im[i], what[j], k->n, nr, v[j][i], unit[j],
+				 j ? R_NONE : R_DEP, false);
+	}
 }
 
 /* ---- timewait ---- */
 
-static void timewait(const struct bench_impl *im, const struct bench_keys *k)
+/* est -> tw for a quarter of the keys, then recycle-inserts over them. */
+static void timewait_rep(const struct bench_impl *im, struct bench_objs *o,
+			 const struct bench_keys *k, unsigned int nr,
+			 char *two, char *nwo, double *out)
+{
+	size_t n = k->n, m = n / 4, i, look, miss, fail = 0;
+	struct reader rd[B_MAX_THREADS];
+	volatile int stop = 0;
+	uint64_t t0;
+	int ready;
+	void *t, *old;
+
+	memset(two, 0, m * B_LINE);
+	memset(nwo, 0, m * B_LINE);
+	t = b_build(im, k, o, n);
+	readers_start(rd, nr, im, t, k, &stop, NULL, &ready);
+	t0 = b_now_ns();
+	for (i = 0; i < m; i++)
+		fail += im->timewait(t, b_obj(o, k, i), two + i * B_LINE) != 0;
+	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
+	t0 = b_now_ns();
+	for (i = 0; i < m; i++) {
+		fail += im->recycle(t, nwo + i * B_LINE, &k->keys[i], &old) != 0;
+		fail += old != two + i * B_LINE;
+	}
+	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
+	readers_stop(rd, nr, &stop, &look, &miss);
+	out[2] = (double)miss;
+	if (fail)
+		b_failed("%s timewait: %zu operations failed", im->name, fail);
+	if (miss)
+		b_failed("%s timewait: %zu lookups missed a key", im->name,
+			 miss);
+	im->destroy(t);
+}
+
+static void timewait(const struct bench_impl **im, size_t ni,
+		     const struct bench_keys *k)
 {
 	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
-	size_t n = k->n, m = n / 4, i, look, miss, fail;
-	double tw[B_MAX_REPS], rc[B_MAX_REPS], misses[B_MAX_REPS];
-	struct reader rd[B_MAX_THREADS];
+	size_t m = k->n / 4, i, j;
+	static double v[3][B_MAX_IMPLS][B_MAX_REPS];
 	char *two = b_alloc(m * B_LINE), *nwo = b_alloc(m * B_LINE);
-	struct bench_objs o;
-	int ready;
+	struct bench_objs o[B_MAX_IMPLS];
+	double out[3];
 
-	b_objs_init(&o, im, n);
+	for (i = 0; i < ni; i++)
+		b_objs_init(&o[i], im[i], k->n);
 	for (rep = 0; rep < b_opts.reps; rep++) {
-		volatile int stop = 0;
-		uint64_t t0;
-		void *t, *old;
-
-		b_progress("n=%zu %s: timewait %u/%u", n, im->name, rep + 1,
-			   b_opts.reps);
-		memset(two, 0, m * B_LINE);
-		memset(nwo, 0, m * B_LINE);
-		t = b_build(im, k, &o, n);
-		readers_start(rd, nr, im, t, k, &stop, NULL, &ready);
-		fail = 0;
-		t0 = b_now_ns();
-		for (i = 0; i < m; i++)
-			fail += im->timewait(t, b_obj(&o, k, i),
-					     two + i * B_LINE) != 0;
-		tw[rep] = (double)m * 1e9 / (double)(b_now_ns() - t0);
-		t0 = b_now_ns();
-		for (i = 0; i < m; i++) {
-			fail += im->recycle(t, nwo + i * B_LINE, &k->keys[i],
-					    &old) != 0;
-			fail += old != two + i * B_LINE;
+		b_progress("n=%zu timewait %u/%u", k->n, rep + 1, b_opts.reps);
+		for (i = 0; i < ni; i++) {
+			timewait_rep(im[i], &o[i], k, nr, two, nwo, out);
+			for (j = 0; j < 3; j++)
+				v[j][i][rep] = out[j];
 		}
-		rc[rep] = (double)m * 1e9 / (double)(b_now_ns() - t0);
-		readers_stop(rd, nr, &stop, &look, &miss);
-		misses[rep] = (double)miss;
-		if (fail)
-			fprintf(stderr, "conntab-bench: %s timewait: %zu "
-				"operations failed\n", im->name, fail);
-		im->destroy(t);
 	}
 	free(two);
 	free(nwo);
-	b_objs_free(&o);
-	record(im, "timewait", n, nr, tw, b_opts.reps, "ops/s", R_NONE, true);
-	record(im, "recycle", n, nr, rc, b_opts.reps, "ops/s", R_NONE, true);
-	record(im, "timewait-misses", n, nr, misses, b_opts.reps, "lookups",
-	       R_NONE, false);
+	for (i = 0; i < ni; i++) {
+		b_objs_free(&o[i]);
+		b_result(im[i], "timewait", k->n, nr, v[0][i], "ops/s", R_NONE,
+			 true);
+		b_result(im[i], "recycle", k->n, nr, v[1][i], "ops/s", R_NONE,
+			 true);
+		b_result(im[i], "timewait-misses", k->n, nr, v[2][i],
+			 "lookups", R_NONE, false);
+	}
 }
 
-void b_run_mt(const struct bench_impl *im, const struct bench_keys *k)
+void b_run_mt(const struct bench_impl **all, size_t nall,
+	      const struct bench_keys *k)
 {
-	if (!(im->flags & BI_MT))
-		return;
-	if (b_want(W_CHURN))
-		churn(im, k);
-	if (b_want(W_GROW) && (im->flags & BI_GROWS))
-		grow(im, k);
-	if (b_want(W_TIMEWAIT))
-		timewait(im, k);
+	const struct bench_impl *mt[B_MAX_IMPLS], *gr[B_MAX_IMPLS];
+	size_t nmt = 0, ngr = 0, i;
+
+	for (i = 0; i < nall; i++) {
+		if (!(all[i]->flags & BI_MT))
+			continue;
+		mt[nmt++] = all[i];
+		if (all[i]->flags & BI_GROWS)
+			gr[ngr++] = all[i];
+	}
+	if (nmt && b_want(W_CHURN))
+		churn(mt, nmt, k);
+	if (ngr && b_want(W_GROW))
+		grow(gr, ngr, k);
+	if (nmt && b_want(W_TIMEWAIT))
+		timewait(mt, nmt, k);
 }

@@ -66,8 +66,7 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	for (i = 0; i < k->n; i++)
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	if (fail)
-		fprintf(stderr, "conntab-bench: %s: %zu inserts failed\n",
-			im->name, fail);
+		b_failed("%s: %zu inserts failed", im->name, fail);
 	return t;
 }
 
@@ -75,9 +74,8 @@ void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want)
 {
 	if (found != want)
-		fprintf(stderr,
-			"conntab-bench: %s %s: found %zu of %zu keys\n",
-			im->name, what, found, want);
+		b_failed("%s %s: found %zu of %zu keys", im->name, what,
+			 found, want);
 }
 
 /* Random hits, one at a time: independent lookups may overlap. */
@@ -195,12 +193,14 @@ static void *sweep_fn(void *arg)
 	return NULL;
 }
 
-static void result(const struct bench_impl *im, const char *wl, size_t n,
-		   double *v, const char *unit, int kind)
+/* The median of one implementation's repetitions of one workload. */
+void b_result(const struct bench_impl *im, const char *wl, size_t n,
+	      unsigned int threads, double *v, const char *unit, int kind,
+	      bool higher)
 {
 	struct bench_result r = {
-		.impl = im->name, .n = n, .threads = 1, .unit = unit,
-		.ratio_kind = kind,
+		.impl = im->name, .n = n, .threads = threads, .unit = unit,
+		.ratio_kind = kind, .higher_better = higher,
 	};
 
 	snprintf(r.workload, sizeof(r.workload), "%s", wl);
@@ -227,8 +227,8 @@ static struct conntab_key *make_mix(const struct bench_keys *k, size_t *want)
 	return mix;
 }
 
-static void single_memory(const struct bench_impl *im, void *t, size_t n,
-			  size_t heap0)
+static void memory(const struct bench_impl *im, void *t, size_t n,
+		   size_t heap0)
 {
 	struct bench_result r = {
 		.workload = "memory", .impl = im->name, .n = n, .threads = 1,
@@ -245,130 +245,167 @@ static void single_memory(const struct bench_impl *im, void *t, size_t n,
 	b_record(&r);
 }
 
-void b_run_single(const struct bench_impl *im, const struct bench_keys *k)
+enum lk_kind { LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64 };
+
+static const struct {
+	enum b_workload w;
+	const char *name;
+	int ratio;
+} lk_kinds[] = {
+	[LK_HIT] = { W_LOOKUP, "lookup", R_DEP },
+	[LK_DEP] = { W_LOOKUP_DEP, "lookup-dep", R_DEP },
+	[LK_MISS] = { W_LOOKUP_MISS, "lookup-miss", R_DEP },
+	[LK_COLD] = { W_LOOKUP_COLD, "lookup-cold", R_DEP },
+	[LK_B16] = { W_BATCH, "batch16", R_INDEP },
+	[LK_B64] = { W_BATCH, "batch64", R_INDEP },
+};
+
+/* One repetition of one lookup workload on one table; ns/lookup. */
+static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
+			 const struct bench_keys *k,
+			 const struct conntab_key *mix, size_t want)
 {
-	static const size_t bsizes[] = { 16, 64 };
-	double v[B_MAX_REPS];
-	size_t n = k->n, m = lookups_per_rep(n), found, want, heap0;
-	struct bench_objs o;
-	unsigned int rep, b;
-	void *t;
+	size_t n = k->n, m = lookups_per_rep(n), found = 0, exp = m;
+	const struct bench_impl *im = tb->im;
+	double ns = 0;
+
+	switch (kind) {
+	case LK_HIT:
+	case LK_COLD:
+		ns = run_lookup(im, tb->t, k->order, n, m, &found);
+		break;
+	case LK_DEP:
+		ns = run_lookup_dep(im, tb->t, k->order, n, m, &found);
+		break;
+	case LK_MISS:
+		ns = run_lookup(im, tb->t, mix, n, n, &found);
+		exp = want;
+		break;
+	case LK_B16:
+	case LK_B64:
+		ns = run_batch(im, tb->t, k->order, n, m,
+			       kind == LK_B16 ? 16 : 64, &found);
+		exp = m / (kind == LK_B16 ? 16 : 64) * (kind == LK_B16 ? 16 : 64);
+		break;
+	}
+	b_check_found(im, lk_kinds[kind].name, found, exp);
+	return ns;
+}
+
+/*
+ * Every lookup workload on one table per implementation. Repetitions are
+ * interleaved (rep 1 of every implementation, then rep 2, ...) so that a
+ * burst of load from elsewhere on the machine hits all of them alike.
+ */
+void b_run_single(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
+{
+	double v[B_MAX_IMPLS][B_MAX_REPS];
+	struct bench_table tb[B_MAX_IMPLS];
+	struct conntab_key *mix = NULL;
+	struct sweeper sw = { 0 };
+	size_t n = k->n, i, want = 0;
+	unsigned int rep, kind;
 
 	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
 	      b_want(W_LOOKUP_MISS) || b_want(W_LOOKUP_COLD) ||
 	      b_want(W_BATCH) || b_want(W_MEMORY)))
 		return;
-	b_objs_init(&o, im, n);
-	b_progress("n=%zu %s: build", n, im->name);
-	heap0 = b_heap_bytes();
-	t = b_build(im, k, &o, n);
-	if (b_want(W_MEMORY))
-		single_memory(im, t, n, heap0);
-	if (b_want(W_LOOKUP)) {
-		for (rep = 0; rep < b_opts.reps; rep++) {
-			b_progress("n=%zu %s: lookup %u/%u", n, im->name,
-				   rep + 1, b_opts.reps);
-			v[rep] = run_lookup(im, t, k->order, n, m, &found);
-			b_check_found(im, "lookup", found, m);
-		}
-		result(im, "lookup", n, v, "ns/op", R_DEP);
-	}
-	if (b_want(W_LOOKUP_DEP)) {
-		for (rep = 0; rep < b_opts.reps; rep++) {
-			b_progress("n=%zu %s: lookup-dep %u/%u", n, im->name,
-				   rep + 1, b_opts.reps);
-			v[rep] = run_lookup_dep(im, t, k->order, n, m, &found);
-			b_check_found(im, "lookup-dep", found, m);
-		}
-		result(im, "lookup-dep", n, v, "ns/op", R_DEP);
-	}
-	if (b_want(W_LOOKUP_MISS)) {
-		struct conntab_key *mix = make_mix(k, &want);
+	for (i = 0; i < ni; i++) {
+		size_t heap0;
 
-		for (rep = 0; rep < b_opts.reps; rep++) {
-			b_progress("n=%zu %s: lookup-miss %u/%u", n, im->name,
-				   rep + 1, b_opts.reps);
-			v[rep] = run_lookup(im, t, mix, n, n, &found);
-			b_check_found(im, "lookup-miss", found, want);
-		}
-		free(mix);
-		result(im, "lookup-miss", n, v, "ns/op", R_DEP);
+		b_progress("n=%zu %s: build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		heap0 = b_heap_bytes();
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		if (b_want(W_MEMORY))
+			memory(im[i], tb[i].t, n, heap0);
 	}
-	if (b_want(W_LOOKUP_COLD)) {
-		struct sweeper sw = { .len = 2 * b_l3_bytes() };
-
-		sw.buf = b_alloc(sw.len);
-		if (pthread_create(&sw.tid, NULL, sweep_fn, &sw)) {
-			fprintf(stderr, "conntab-bench: no sweeper thread\n");
-			exit(1);
+	if (b_want(W_LOOKUP_MISS))
+		mix = make_mix(k, &want);
+	for (kind = 0; kind < sizeof(lk_kinds) / sizeof(lk_kinds[0]); kind++) {
+		if (!b_want(lk_kinds[kind].w))
+			continue;
+		if (kind == LK_COLD) {
+			sw.len = 2 * b_l3_bytes();
+			sw.buf = b_alloc(sw.len);
+			if (pthread_create(&sw.tid, NULL, sweep_fn, &sw)) {
+				fprintf(stderr, "conntab-bench: no thread\n");
+				exit(1);
+			}
 		}
 		for (rep = 0; rep < b_opts.reps; rep++) {
-			b_progress("n=%zu %s: lookup-cold %u/%u", n, im->name,
+			b_progress("n=%zu %s %u/%u", n, lk_kinds[kind].name,
 				   rep + 1, b_opts.reps);
-			v[rep] = run_lookup(im, t, k->order, n, m, &found);
-			b_check_found(im, "lookup-cold", found, m);
+			for (i = 0; i < ni; i++)
+				v[i][rep] = lookup_rep(kind, &tb[i], k, mix,
+						       want);
 		}
-		sw.stop = 1;
-		pthread_join(sw.tid, NULL);
-		free(sw.buf);
-		result(im, "lookup-cold", n, v, "ns/op", R_DEP);
-	}
-	for (b = 0; b < 2 && b_want(W_BATCH); b++) {
-		char wl[16];
-
-		snprintf(wl, sizeof(wl), "batch%zu", bsizes[b]);
-		for (rep = 0; rep < b_opts.reps; rep++) {
-			b_progress("n=%zu %s: %s %u/%u", n, im->name, wl,
-				   rep + 1, b_opts.reps);
-			v[rep] = run_batch(im, t, k->order, n, m, bsizes[b],
-					   &found);
-			b_check_found(im, wl, found,
-				      m / bsizes[b] * bsizes[b]);
+		if (kind == LK_COLD) {
+			sw.stop = 1;
+			pthread_join(sw.tid, NULL);
+			free(sw.buf);
 		}
-		result(im, wl, n, v, "ns/op", R_INDEP);
+		for (i = 0; i < ni; i++)
+			b_result(im[i], lk_kinds[kind].name, n, 1, v[i],
+				 "ns/op", lk_kinds[kind].ratio, false);
 	}
-	im->destroy(t);
-	b_objs_free(&o);
+	free(mix);
+	for (i = 0; i < ni; i++) {
+		im[i]->destroy(tb[i].t);
+		b_objs_free(&tb[i].o);
+	}
 }
 
 /* N inserts into an empty table sized for N, then N removes. */
-void b_run_update(const struct bench_impl *im, const struct bench_keys *k)
+void b_run_update(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
 {
-	double vi[B_MAX_REPS], vr[B_MAX_REPS];
-	size_t n = k->n, i, fail;
-	struct bench_objs o;
+	double vi[B_MAX_IMPLS][B_MAX_REPS], vr[B_MAX_IMPLS][B_MAX_REPS];
+	struct bench_objs o[B_MAX_IMPLS];
+	size_t n = k->n, i, j, fail;
 	unsigned int rep;
 	uint64_t t0;
 	void *t;
 
 	if (!b_want(W_INSERT) && !b_want(W_REMOVE))
 		return;
-	b_objs_init(&o, im, n);
+	for (j = 0; j < ni; j++)
+		b_objs_init(&o[j], im[j], n);
 	for (rep = 0; rep < b_opts.reps; rep++) {
-		b_progress("n=%zu %s: insert/remove %u/%u", n, im->name,
-			   rep + 1, b_opts.reps);
-		memset(o.base, 0, n * B_LINE);
-		t = im->create(im, n, k->secret);
-		if (!t) {
-			fprintf(stderr, "conntab-bench: %s: create failed\n",
-				im->name);
-			exit(1);
+		b_progress("n=%zu insert/remove %u/%u", n, rep + 1,
+			   b_opts.reps);
+		for (j = 0; j < ni; j++) {
+			memset(o[j].base, 0, n * B_LINE);
+			t = im[j]->create(im[j], n, k->secret);
+			if (!t) {
+				fprintf(stderr, "conntab-bench: %s: create "
+					"failed\n", im[j]->name);
+				exit(1);
+			}
+			fail = 0;
+			t0 = b_now_ns();
+			for (i = 0; i < n; i++)
+				fail += im[j]->insert(t, b_obj(&o[j], k, i),
+						      &k->keys[i]) != 0;
+			vi[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			t0 = b_now_ns();
+			for (i = 0; i < n; i++)
+				fail += im[j]->remove(t, b_obj(&o[j], k, i)) != 0;
+			vr[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			b_check_found(im[j], "insert/remove", 2 * n - fail,
+				      2 * n);
+			im[j]->destroy(t);
 		}
-		fail = 0;
-		t0 = b_now_ns();
-		for (i = 0; i < n; i++)
-			fail += im->insert(t, b_obj(&o, k, i), &k->keys[i]) != 0;
-		vi[rep] = (double)(b_now_ns() - t0) / (double)n;
-		t0 = b_now_ns();
-		for (i = 0; i < n; i++)
-			fail += im->remove(t, b_obj(&o, k, i)) != 0;
-		vr[rep] = (double)(b_now_ns() - t0) / (double)n;
-		b_check_found(im, "insert/remove", 2 * n - fail, 2 * n);
-		im->destroy(t);
 	}
-	b_objs_free(&o);
-	if (b_want(W_INSERT))
-		result(im, "insert", n, vi, "ns/op", R_DEP);
-	if (b_want(W_REMOVE))
-		result(im, "remove", n, vr, "ns/op", R_DEP);
+	for (j = 0; j < ni; j++) {
+		b_objs_free(&o[j]);
+		if (b_want(W_INSERT))
+			b_result(im[j], "insert", n, 1, vi[j], "ns/op", R_DEP,
+				 false);
+		if (b_want(W_REMOVE))
+			b_result(im[j], "remove", n, 1, vr[j], "ns/op", R_DEP,
+				 false);
+	}
 }
