@@ -315,9 +315,17 @@ int b_report_plot(const char *file)
 		   "set title 'conntab-bench: random successful lookups, "
 		   "one thread'\n"
 		   "set xlabel 'connections (N)'\nset ylabel 'ns/lookup'\n"
-		   "set logscale x 2\nset key top left\nset grid\n"
-		   "set yrange [0:*]\n"
-		   "plot ", file);
+		   "set logscale x 2\nset key top left noenhanced\n"
+		   "set grid\nset yrange [0:*]\n"
+		   "set offsets graph 0.05, graph 0.05\nset xtics (", file);
+	for (i = 0; i < b_opts.nn; i++) {
+		size_t n = b_opts.n[i];
+
+		fprintf(g, "%s\"%zu%s\" %zu", i ? ", " : "",
+			n % (1u << 20) == 0 ? n >> 20 : n % 1024 == 0 ? n >> 10 : n,
+			n % (1u << 20) == 0 ? "M" : n % 1024 == 0 ? "K" : "", n);
+	}
+	fprintf(g, ")\nplot ");
 	for (i = 0; i < ni; i++) {
 		for (j = 0; j < nres; j++)
 			if (!strcmp(res[j].workload, "lookup") &&
@@ -329,7 +337,8 @@ int b_report_plot(const char *file)
 			   "title '%s'", drawn++ ? ", " : "", data, i,
 			im[i]->name);
 	}
-	fprintf(g, "%s'%s' index %zu using 1:2 with lines dashtype 2 "
+	fprintf(g, "%s'%s' index %zu using 1:2 with linespoints "
+		   "linecolor 'gray40' linewidth 2 "
 		   "title 'floor (dependent load)'\n", drawn ? ", " : "",
 		data, ni);
 	err = pclose(g);
