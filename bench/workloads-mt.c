@@ -388,30 +388,39 @@ static void grow(const struct bench_impl **im, size_t ni,
 
 /* ---- timewait ---- */
 
-/* est -> tw for a quarter of the keys, then recycle-inserts over them. */
-static void timewait_rep(const struct bench_impl *im, struct bench_objs *o,
-			 const struct bench_keys *k, unsigned int nr,
-			 char *two, char *nwo, double *out)
+/*
+ * Keys per timewait repetition: repetition r works on keys [r m, r m + m)
+ * of one table built once, so repetitions need no rebuild.
+ */
+static size_t timewait_keys(size_t n)
 {
-	size_t n = k->n, m = n / 4, i, look, miss, fail = 0;
+	return n / (b_opts.reps > 4 ? b_opts.reps : 4);
+}
+
+/* est -> tw for slice @rep of the keys, then recycle-inserts over them. */
+static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
+			 unsigned int nr, unsigned int rep, char *two,
+			 char *nwo, double *out)
+{
+	size_t m = timewait_keys(k->n), i, look, miss, fail = 0;
+	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
 	volatile int stop = 0;
 	uint64_t t0;
 	int ready;
-	void *t, *old;
+	void *old;
 
-	memset(two, 0, m * B_LINE);
-	memset(nwo, 0, m * B_LINE);
-	t = b_build(im, k, o, n);
-	readers_start(rd, nr, im, t, k, &stop, NULL, &ready);
+	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
 	t0 = b_now_ns();
-	for (i = 0; i < m; i++)
-		fail += im->timewait(t, b_obj(o, k, i), two + i * B_LINE) != 0;
+	for (i = rep * m; i < rep * m + m; i++)
+		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
+				     two + (size_t)k->slot[i] * B_LINE) != 0;
 	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	t0 = b_now_ns();
-	for (i = 0; i < m; i++) {
-		fail += im->recycle(t, nwo + i * B_LINE, &k->keys[i], &old) != 0;
-		fail += old != two + i * B_LINE;
+	for (i = rep * m; i < rep * m + m; i++) {
+		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_LINE,
+				    &k->keys[i], &old) != 0;
+		fail += old != two + (size_t)k->slot[i] * B_LINE;
 	}
 	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	readers_stop(rd, nr, &stop, &look, &miss);
@@ -421,39 +430,46 @@ static void timewait_rep(const struct bench_impl *im, struct bench_objs *o,
 	if (miss)
 		b_failed("%s timewait: %zu lookups missed a key", im->name,
 			 miss);
-	im->destroy(t);
 }
 
 static void timewait(const struct bench_impl **im, size_t ni,
 		     const struct bench_keys *k)
 {
 	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
-	size_t m = k->n / 4, i, j;
+	size_t n = k->n, i, j;
 	static double v[3][B_MAX_IMPLS][B_MAX_REPS];
-	char *two = b_alloc(m * B_LINE), *nwo = b_alloc(m * B_LINE);
-	struct bench_objs o[B_MAX_IMPLS];
+	struct bench_table tb[B_MAX_IMPLS];
+	char *two[B_MAX_IMPLS], *nwo[B_MAX_IMPLS];
 	double out[3];
 
-	for (i = 0; i < ni; i++)
-		b_objs_init(&o[i], im[i], k->n);
+	for (i = 0; i < ni; i++) {
+		b_progress("n=%zu %s: timewait build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		two[i] = b_alloc(n * B_LINE);
+		nwo[i] = b_alloc(n * B_LINE);
+	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
-		b_progress("n=%zu timewait %u/%u", k->n, rep + 1, b_opts.reps);
+		b_progress("n=%zu timewait %u/%u", n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
-			timewait_rep(im[i], &o[i], k, nr, two, nwo, out);
+			timewait_rep(&tb[i], k, nr, rep, two[i], nwo[i], out);
 			for (j = 0; j < 3; j++)
 				v[j][i][rep] = out[j];
 		}
 	}
-	free(two);
-	free(nwo);
 	for (i = 0; i < ni; i++) {
-		b_objs_free(&o[i]);
-		b_result(im[i], "timewait", k->n, nr, v[0][i], "ops/s", R_NONE,
+		/* The table still links objects of two[] and nwo[]. */
+		im[i]->destroy(tb[i].t);
+		free(two[i]);
+		free(nwo[i]);
+		b_objs_free(&tb[i].o);
+		b_result(im[i], "timewait", n, nr, v[0][i], "ops/s", R_NONE,
 			 true);
-		b_result(im[i], "recycle", k->n, nr, v[1][i], "ops/s", R_NONE,
+		b_result(im[i], "recycle", n, nr, v[1][i], "ops/s", R_NONE,
 			 true);
-		b_result(im[i], "timewait-misses", k->n, nr, v[2][i],
-			 "lookups", R_NONE, false);
+		b_result(im[i], "timewait-misses", n, nr, v[2][i], "lookups",
+			 R_NONE, false);
 	}
 }
 
