@@ -34,4 +34,4 @@ demo: bench/conntab-bench$(EXEEXT)
 # Smoke run at a tiny size: every workload and implementation must give
 # right answers (exit status); no timing is checked.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh
+EXTRA_DIST += bench/smoke.sh doc/performance.md doc/lookup-vs-n.svg
