@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <urcu.h>		/* memb flavor: every peer runs on the same one */
+#include <urcu.h>	/* memb flavor: every peer runs on the same one */
 #include <conntab/conntab.h>
 
 #define B_LINE		64
@@ -62,7 +62,7 @@ extern const char *const b_workload_names[W_COUNT];
 struct bench_keys {
 	size_t n;
 	struct conntab_key *keys;	/* keys[i] goes into object slot[i] */
-	struct conntab_key *order;	/* the same keys, shuffled: lookup order */
+	struct conntab_key *order;	/* the same keys shuffled: lookups */
 	struct conntab_key *absent;	/* nabsent keys never inserted */
 	size_t nabsent;
 	uint32_t *slot;		/* random object placement of keys[i] */

@@ -6,9 +6,10 @@
  * the hash is the same keyed SipHash-1-3 with the same secret. The table is
  * created with CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING: without node
  * accounting, auto-resize grows on every chain of length >= 3 it meets,
- * which at load factor 1 is a few % of all buckets, so the table would
- * end up several times larger than N and the comparison would be against a
- * table that uses far more memory than the sizing hint asks for. When sized
+ * which at load factor 1 is a few % of all buckets; 1M random inserts into
+ * a table sized for 1M then end with 64M buckets (1024 B/entry instead of
+ * 16), and the comparison would be against a table that uses 64 times the
+ * memory the sizing hint asks for. When sized
  * (expected = N) the bucket count is also its minimum, so that removes do
  * not shrink it (conntab's chained table does not shrink either).
  *

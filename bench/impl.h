@@ -51,7 +51,7 @@ struct bench_impl {
 	size_t (*batch)(void *t, const struct conntab_key *k, void **out,
 			size_t n);
 	int (*remove)(void *t, void *obj);
-	/* Replace established @est by @tw (same key), atomically for readers. */
+	/* Replace established @est by @tw, same key, atomically for readers. */
 	int (*timewait)(void *t, void *est, void *tw);
 	/* Insert @nw for @k in the place of a time-wait object, set *@old. */
 	int (*recycle)(void *t, void *nw, const struct conntab_key *k,

@@ -143,7 +143,8 @@ static void print_table(size_t from)
 				else
 					fmt(a, sizeof(a), r->value);
 				fmt(b, sizeof(b), q);
-				x = (size_t)snprintf(cell, sizeof(cell), "%s", a);
+				x = (size_t)snprintf(cell, sizeof(cell),
+						     "%s", a);
 				if (!isnan(q) && x < sizeof(cell))
 					snprintf(cell + x, sizeof(cell) - x,
 						 " (%s)", b);
@@ -320,10 +321,11 @@ int b_report_plot(const char *file)
 		   "set offsets graph 0.05, graph 0.05\nset xtics (", file);
 	for (i = 0; i < b_opts.nn; i++) {
 		size_t n = b_opts.n[i];
+		bool mega = n % (1u << 20) == 0, kilo = n % 1024 == 0;
 
 		fprintf(g, "%s\"%zu%s\" %zu", i ? ", " : "",
-			n % (1u << 20) == 0 ? n >> 20 : n % 1024 == 0 ? n >> 10 : n,
-			n % (1u << 20) == 0 ? "M" : n % 1024 == 0 ? "K" : "", n);
+			mega ? n >> 20 : kilo ? n >> 10 : n,
+			mega ? "M" : kilo ? "K" : "", n);
 	}
 	fprintf(g, ")\nplot ");
 	for (i = 0; i < ni; i++) {

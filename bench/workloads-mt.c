@@ -31,7 +31,8 @@
 #include "objs.h"
 
 #define B_RD_CHUNK	64
-#define B_CHURN_LAG	1024	/* writer removes what it inserted this long ago */
+/* The writer removes what it inserted this many steps ago. */
+#define B_CHURN_LAG	1024
 #define B_CHURN_POOL	8192	/* writer nodes reused after a grace period */
 
 struct reader {
@@ -328,7 +329,8 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	for (i = 0; i < n; i++) {
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 		t1 = b_now_ns();
-		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX : (uint32_t)(t1 - t0);
+		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
+					      : (uint32_t)(t1 - t0);
 		t0 = t1;
 		/* Key i is in: readers may look it up from now on. */
 		__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);

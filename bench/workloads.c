@@ -285,7 +285,8 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 	case LK_B64:
 		ns = run_batch(im, tb->t, k->order, n, m,
 			       kind == LK_B16 ? 16 : 64, &found);
-		exp = m / (kind == LK_B16 ? 16 : 64) * (kind == LK_B16 ? 16 : 64);
+		exp = m / (kind == LK_B16 ? 16 : 64) *
+		      (kind == LK_B16 ? 16 : 64);
 		break;
 	}
 	b_check_found(im, lk_kinds[kind].name, found, exp);
@@ -392,7 +393,8 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 			vi[j][rep] = (double)(b_now_ns() - t0) / (double)n;
 			t0 = b_now_ns();
 			for (i = 0; i < n; i++)
-				fail += im[j]->remove(t, b_obj(&o[j], k, i)) != 0;
+				fail += im[j]->remove(t,
+						b_obj(&o[j], k, i)) != 0;
 			vr[j][rep] = (double)(b_now_ns() - t0) / (double)n;
 			b_check_found(im[j], "insert/remove", 2 * n - fail,
 				      2 * n);
