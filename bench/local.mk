@@ -1,1 +1,37 @@
-# bench: filled in by its own change
+# conntab-bench: every backend and the peers (lfht, ck_ht, plain) on the
+# same keys; see doc/performance.md.
+bin_PROGRAMS += bench/conntab-bench
+
+bench_conntab_bench_SOURCES = \
+	bench/main.c bench/bench.h \
+	bench/report.c bench/util.c bench/keys.c \
+	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/objs.h \
+	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c
+# lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
+# share with the library, so that every table hashes alike.
+bench_conntab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
+	$(URCU_CFLAGS) $(URCU_CDS_CFLAGS)
+bench_conntab_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+bench_conntab_bench_LDADD = lib/libconntab.la $(URCU_CDS_LIBS) $(URCU_LIBS) \
+	$(PTHREAD_LIBS) -lm
+if HAVE_CK
+bench_conntab_bench_SOURCES += bench/impl-ck.c
+bench_conntab_bench_LDADD += -lck
+endif
+
+# The default set: N = 1M and 4M, every workload.
+bench: bench/conntab-bench$(EXEEXT)
+	bench/conntab-bench$(EXEEXT)
+
+# The 2007 experiment: 1M connections, one thread, every backend and peer.
+DEMO_FLAGS = --n 1M --table \
+	--workload floor,lookup,lookup-dep,batch,insert,remove,memory
+demo: bench/conntab-bench$(EXEEXT)
+	bench/conntab-bench$(EXEEXT) $(DEMO_FLAGS)
+
+.PHONY: bench demo
+
+# Smoke run at a tiny size: every workload and implementation must give
+# right answers (exit status); no timing is checked.
+TESTS += bench/smoke.sh
+EXTRA_DIST += bench/smoke.sh doc/performance.md doc/lookup-vs-n.svg

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * conntab-bench: what the driver, the workloads and the reports share.
+ *
+ * One run generates its keys once and measures every implementation on
+ * them, one after another, so that ratios between implementations (and
+ * against the machine's own memory floor) hold on a noisy machine even when
+ * absolute times do not.
+ */
+#ifndef BENCH_BENCH_H
+#define BENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <urcu.h>	/* memb flavor: every peer runs on the same one */
+#include <conntab/conntab.h>
+
+#define B_LINE		64
+#define B_MAX_N		8
+#define B_MAX_THREADS	64
+#define B_MAX_REPS	64
+#define B_MAX_IMPLS	16
+
+struct bench_impl;
+
+/* Command line, after parsing. */
+struct bench_opts {
+	size_t n[B_MAX_N];	/* table sizes, in order */
+	unsigned int nn;
+	unsigned long workloads;	/* bit per enum b_workload */
+	const char *impls;	/* comma list, NULL = all */
+	unsigned int threads;	/* reader threads for churn / grow / timewait */
+	unsigned int reps;	/* repetitions, median reported */
+	bool pin, v6, json, table, quick, zero_secret;
+	uint64_t seed;
+	unsigned long write_rate;	/* churn writer ops/s per writer */
+	const char *plot;	/* SVG file for gnuplot, or NULL */
+};
+
+enum b_workload {
+	W_FLOOR,
+	W_LOOKUP,
+	W_LOOKUP_DEP,
+	W_LOOKUP_MISS,
+	W_LOOKUP_COLD,
+	W_BATCH,
+	W_INSERT,
+	W_REMOVE,
+	W_CHURN,
+	W_GROW,
+	W_TIMEWAIT,
+	W_MEMORY,
+	W_COUNT
+};
+
+extern const char *const b_workload_names[W_COUNT];
+
+/* Keys of one run: present ones, in insert order, and a random order. */
+struct bench_keys {
+	size_t n;
+	struct conntab_key *keys;	/* keys[i] goes into object slot[i] */
+	struct conntab_key *order;	/* the same keys shuffled: lookups */
+	struct conntab_key *absent;	/* nabsent keys never inserted */
+	size_t nabsent;
+	uint32_t *slot;		/* random object placement of keys[i] */
+	uint8_t secret[16];	/* the hash secret every impl uses */
+};
+
+/* One measured figure; the report adds the ratios. */
+struct bench_result {
+	char workload[24];
+	const char *impl;
+	size_t n;
+	unsigned int threads;
+	double value, min, max;
+	const char *unit;	/* "ns/op", "ops/s", "B/entry", "x", ... */
+	int ratio_kind;		/* R_* below: what ratio_to_floor divides by */
+	bool higher_better;
+};
+
+enum { R_NONE, R_DEP, R_INDEP };
+
+/* bench/main.c */
+extern struct bench_opts b_opts;
+void b_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void b_record(const struct bench_result *r);
+/* A wrong answer (missed key, failed operation): reported, exit status 1. */
+void b_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Timing and small helpers (bench/util.c). */
+static inline uint64_t b_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t b_rand(uint64_t *state);
+void b_shuffle32(uint32_t *a, size_t n, uint64_t *rng);
+void *b_alloc(size_t bytes);	/* line aligned, zeroed; exits on failure */
+size_t b_heap_bytes(void);	/* bytes malloc has handed out (mallinfo2) */
+double b_median(double *v, unsigned int k, double *min, double *max);
+void b_pin_self(unsigned int cpu);
+size_t b_l3_bytes(void);
+
+/* Keys (bench/keys.c). */
+void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
+		 bool zero_secret);
+void b_keys_free(struct bench_keys *k);
+
+/* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
+void b_floor(size_t n);
+void b_run_single(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
+void b_run_update(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
+void b_run_mt(const struct bench_impl **im, size_t ni,
+	      const struct bench_keys *k);
+
+/* Reporting (bench/report.c). */
+void b_report_header(void);
+void b_report_flush(void);
+void b_report_targets(void);
+int b_report_plot(const char *file);
+
+static inline bool b_want(enum b_workload w)
+{
+	return b_opts.workloads & (1ul << w);
+}
+
+#endif /* BENCH_BENCH_H */

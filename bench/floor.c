@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The machine's memory floor at a table's footprint: a pointer chase over a
+ * buffer as large as a chained table of N entries (one 64-byte node line
+ * and one 8-byte bucket pointer per entry), allocated like the tables are.
+ *
+ *  - dependent: one chase, each load's address comes from the previous
+ *    load: DRAM (plus TLB) latency, what a lookup that misses twice in a
+ *    row cannot beat;
+ *  - 16 streams: 16 independent chases interleaved, so their misses
+ *    overlap: the memory-level-parallelism floor a batched lookup aims at.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "bench.h"
+
+#define FLOOR_STREAMS	16
+#define FLOOR_MAX_LOADS	(4u << 20)
+
+static volatile uintptr_t floor_sink;
+
+struct floor_line {
+	struct floor_line *next;
+	char pad[B_LINE - sizeof(void *)];
+};
+
+static double floor_dep(struct floor_line *start, size_t loads)
+{
+	struct floor_line *p = start;
+	uint64_t t0 = b_now_ns();
+	size_t i;
+
+	for (i = 0; i < loads; i++)
+		p = p->next;
+	floor_sink += (uintptr_t)p;
+	return (double)(b_now_ns() - t0) / (double)loads;
+}
+
+static double floor_indep(struct floor_line **start, size_t loads)
+{
+	struct floor_line *p[FLOOR_STREAMS];
+	size_t i, steps = loads / FLOOR_STREAMS;
+	uintptr_t acc = 0;
+	uint64_t t0;
+	int s;
+
+	for (s = 0; s < FLOOR_STREAMS; s++)
+		p[s] = start[s];
+	t0 = b_now_ns();
+	for (i = 0; i < steps; i++)
+		for (s = 0; s < FLOOR_STREAMS; s++)
+			p[s] = p[s]->next;
+	t0 = b_now_ns() - t0;
+	for (s = 0; s < FLOOR_STREAMS; s++)
+		acc += (uintptr_t)p[s];
+	floor_sink += acc;
+	return (double)t0 / (double)(steps * FLOOR_STREAMS);
+}
+
+static void floor_record(const char *what, size_t n, double *v)
+{
+	struct bench_result r = {
+		.workload = "floor", .impl = what, .n = n, .threads = 1,
+		.unit = "ns/load", .ratio_kind = R_NONE,
+	};
+
+	r.value = b_median(v, b_opts.reps, &r.min, &r.max);
+	b_record(&r);
+}
+
+void b_floor(size_t n)
+{
+	size_t lines = n * (B_LINE + sizeof(void *)) / B_LINE, i;
+	size_t loads = lines < FLOOR_MAX_LOADS ? lines : FLOOR_MAX_LOADS;
+	struct floor_line *buf, *start[FLOOR_STREAMS];
+	double dep[64], indep[64];
+	uint64_t rng = b_opts.seed ^ 0xf100f100ull;
+	uint32_t *perm;
+	unsigned int rep;
+	int s;
+
+	if (lines < 2 * FLOOR_STREAMS)
+		lines = 2 * FLOOR_STREAMS;
+	b_progress("n=%zu floor", n);
+	buf = b_alloc(lines * sizeof(*buf));
+	perm = b_alloc(lines * sizeof(*perm));
+	for (i = 0; i < lines; i++)
+		perm[i] = (uint32_t)i;
+	b_shuffle32(perm, lines, &rng);
+	/* One random cycle through every line. */
+	for (i = 0; i < lines; i++)
+		buf[perm[i]].next = &buf[perm[(i + 1) % lines]];
+	for (s = 0; s < FLOOR_STREAMS; s++)
+		start[s] = &buf[perm[lines / FLOOR_STREAMS * (size_t)s]];
+	free(perm);
+	floor_dep(start[0], loads / 4);		/* fault in, warm the TLB */
+	for (rep = 0; rep < b_opts.reps; rep++) {
+		dep[rep] = floor_dep(start[rep % FLOOR_STREAMS], loads);
+		indep[rep] = floor_indep(start, loads);
+	}
+	free(buf);
+	floor_record("dependent", n, dep);
+	floor_record("16-streams", n, indep);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The operations every measured table offers the workloads.
+ *
+ * An implementation stores user objects of obj_size bytes that the
+ * workload allocates (one cache line apart, placed at random) and passes
+ * in; like conntab's nodes, every peer's node is embedded in the object and
+ * holds or points to the key, so that no peer pays for an extra
+ * allocation. Every peer hashes keys with the same keyed SipHash-1-3 and
+ * the same secret as conntab (lib/hash.h), so bucket distributions match.
+ *
+ * Readers (lookup, batch) run inside the memb flavor's read-side critical
+ * section taken by the workload. Writers take whatever the implementation
+ * itself needs (lfht: the read lock; ck_ht: one writer lock).
+ */
+#ifndef BENCH_IMPL_H
+#define BENCH_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "bench.h"
+#include "hash.h"	/* lib/hash.h: the one keyed hash, for every peer */
+#include "key.h"	/* lib/key.h: the one key compare, for every peer */
+
+/* Safe with concurrent readers and several writers. */
+#define BI_MT		0x1u
+/* Resizes online: measured in the grow workload. */
+#define BI_GROWS	0x2u
+/* A conntab hash backend (candidates for "best hash backend"). */
+#define BI_CT_HASH	0x4u
+/* One of conntab's own backends. */
+#define BI_CONNTAB	0x8u
+
+struct bench_impl {
+	const char *name;
+	unsigned int flags;
+	size_t obj_size;	/* bytes per user object (<= one line each) */
+	int backend;		/* conntab backend, for BI_CONNTAB */
+	/* expected = 0: no sizing hint. NULL on failure. */
+	void *(*create)(const struct bench_impl *im, size_t expected,
+			const uint8_t *secret);
+	/* Unlink everything and free the table; the objects stay. */
+	void (*destroy)(void *t);
+	/* 0, or a negative errno; the key is copied into the object. */
+	int (*insert)(void *t, void *obj, const struct conntab_key *k);
+	/* The object holding @k, or NULL. Caller holds the read lock. */
+	void *(*lookup)(void *t, const struct conntab_key *k);
+	/* Look up @n keys; returns how many were found. */
+	size_t (*batch)(void *t, const struct conntab_key *k, void **out,
+			size_t n);
+	int (*remove)(void *t, void *obj);
+	/* Replace established @est by @tw, same key, atomically for readers. */
+	int (*timewait)(void *t, void *est, void *tw);
+	/* Insert @nw for @k in the place of a time-wait object, set *@old. */
+	int (*recycle)(void *t, void *nw, const struct conntab_key *k,
+		       void **old);
+	/* Library bytes held by the table, or -1: measure the heap instead. */
+	long (*memory)(void *t);
+};
+
+/* Every implementation this build knows, in report order. */
+size_t b_impls(const struct bench_impl **out, size_t max);
+
+extern const struct bench_impl b_impl_conntab[4];
+extern const struct bench_impl b_impl_lfht;
+extern const struct bench_impl b_impl_plain;
+#ifdef HAVE_CK
+extern const struct bench_impl b_impl_ck;
+#endif
+
+/* The table secret in the form lib/hash.h takes. */
+static inline struct ct_secret b_secret(const uint8_t *bytes)
+{
+	struct ct_secret s;
+
+	memcpy(&s.k0, bytes, 8);
+	memcpy(&s.k1, bytes + 8, 8);
+	return s;
+}
+
+/*
+ * The same SipHash-1-3 over the same words as ct_hash_key(), without the
+ * fold to 32 bits: ck_ht keeps and compares a 64-bit hash.
+ */
+static inline uint64_t b_hash64(const struct ct_secret *sec,
+				const struct conntab_key *k)
+{
+	struct ct_sip s;
+
+	ct_sip_init(&s, sec);
+	ct_sip_word(&s, ct_key_word0(k));
+	if (__builtin_expect(k->family == AF_INET, 1)) {
+		ct_sip_word(&s, (uint64_t)k->laddr.v4.s_addr |
+				(uint64_t)k->raddr.v4.s_addr << 32);
+		return ct_sip_final(&s, 16);
+	}
+	ct_sip_word(&s, ct_load64(&k->laddr.bytes[0]));
+	ct_sip_word(&s, ct_load64(&k->laddr.bytes[8]));
+	ct_sip_word(&s, ct_load64(&k->raddr.bytes[0]));
+	ct_sip_word(&s, ct_load64(&k->raddr.bytes[8]));
+	return ct_sip_final(&s, 40);
+}
+
+#endif /* BENCH_IMPL_H */

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The keys of one run: uniform random TCP 4-tuples, made once and used by
+ * every implementation. keys[i] lives in object slot[i] (objects placed at
+ * random, as connection objects are in a real heap); lookups go through
+ * order[], the same keys shuffled, so the key stream is read sequentially
+ * while the table accesses are random.
+ */
+#include "config.h"
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static void b_key_random(struct conntab_key *k, bool v6, uint64_t *rng)
+{
+	uint64_t r = b_rand(rng);
+
+	if (!v6) {
+		uint64_t a = b_rand(rng);
+
+		conntab_key_v4(k, IPPROTO_TCP, (uint32_t)a, (uint16_t)r,
+			       (uint32_t)(a >> 32), (uint16_t)(r >> 16));
+	} else {
+		struct in6_addr l, rem;
+		uint64_t w[4] = { b_rand(rng), b_rand(rng), b_rand(rng),
+				  b_rand(rng) };
+
+		memcpy(&l, &w[0], 16);
+		memcpy(&rem, &w[2], 16);
+		conntab_key_v6(k, IPPROTO_TCP, &l, (uint16_t)r, &rem,
+			       (uint16_t)(r >> 16));
+	}
+}
+
+void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
+		 bool zero_secret)
+{
+	uint64_t rng = seed;
+	size_t i, na = n / 2 > 8192 ? n / 2 : 8192;
+	uint32_t *perm;
+
+	k->n = n;
+	k->nabsent = na;
+	k->keys = b_alloc(n * sizeof(*k->keys));
+	k->order = b_alloc(n * sizeof(*k->order));
+	k->absent = b_alloc(na * sizeof(*k->absent));
+	k->slot = b_alloc(n * sizeof(*k->slot));
+	perm = b_alloc(n * sizeof(*perm));
+	/*
+	 * 96 random bits per IPv4 key: a repeat among 16M keys has odds
+	 * near 2^-50, and a repeat would show as a failed insert.
+	 */
+	for (i = 0; i < n; i++)
+		b_key_random(&k->keys[i], v6, &rng);
+	for (i = 0; i < na; i++)
+		b_key_random(&k->absent[i], v6, &rng);
+	for (i = 0; i < n; i++)
+		k->slot[i] = perm[i] = (uint32_t)i;
+	b_shuffle32(k->slot, n, &rng);
+	b_shuffle32(perm, n, &rng);
+	for (i = 0; i < n; i++)
+		k->order[i] = k->keys[perm[i]];
+	free(perm);
+	/* One secret per run, the same for every size and implementation. */
+	rng = b_opts.seed ^ 0x5ec2e75ec2e7ull;
+	for (i = 0; i < 16; i += 8) {
+		uint64_t r = zero_secret ? 0 : b_rand(&rng);
+
+		memcpy(&k->secret[i], &r, 8);
+	}
+}
+
+void b_keys_free(struct bench_keys *k)
+{
+	free(k->keys);
+	free(k->order);
+	free(k->absent);
+	free(k->slot);
+	memset(k, 0, sizeof(*k));
+}

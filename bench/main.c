@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * conntab-bench: options, the list of implementations, and the driver.
+ *
+ * For every size N: make the keys, measure the machine's floor, then run
+ * every selected workload on every implementation, one table at a time,
+ * and print that size's results (the ratios need all peers of the size).
+ * See doc/performance.md and the design's benchmark protocol.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "impl.h"
+
+struct bench_opts b_opts;
+
+const char *const b_workload_names[W_COUNT] = {
+	[W_FLOOR] = "floor",
+	[W_LOOKUP] = "lookup",
+	[W_LOOKUP_DEP] = "lookup-dep",
+	[W_LOOKUP_MISS] = "lookup-miss",
+	[W_LOOKUP_COLD] = "lookup-cold",
+	[W_BATCH] = "batch",
+	[W_INSERT] = "insert",
+	[W_REMOVE] = "remove",
+	[W_CHURN] = "churn",
+	[W_GROW] = "grow",
+	[W_TIMEWAIT] = "timewait",
+	[W_MEMORY] = "memory",
+};
+
+static bool impl_selected(const char *name)
+{
+	const char *p = b_opts.impls;
+	size_t len = strlen(name);
+
+	if (!p)
+		return true;
+	while (*p) {
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		p++;
+	}
+	return false;
+}
+
+size_t b_impls(const struct bench_impl **out, size_t max)
+{
+	const struct bench_impl *all[8];
+	size_t na = 0, n = 0, i;
+
+	for (i = 0; i < 4; i++)
+		if (conntab_backend_available(b_impl_conntab[i].backend))
+			all[na++] = &b_impl_conntab[i];
+	all[na++] = &b_impl_lfht;
+#ifdef HAVE_CK
+	all[na++] = &b_impl_ck;
+#endif
+	all[na++] = &b_impl_plain;
+	for (i = 0; i < na && n < max; i++)
+		if (impl_selected(all[i]->name))
+			out[n++] = all[i];
+	return n;
+}
+
+static uint64_t progress_last;
+static unsigned long failures;
+
+void b_failed(const char *fmt, ...)
+{
+	va_list ap;
+
+	failures++;
+	fputs("conntab-bench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void b_progress(const char *fmt, ...)
+{
+	static int tty = -1;
+	uint64_t now = b_now_ns();
+	char buf[120];
+	va_list ap;
+
+	if (tty < 0)
+		tty = isatty(2);
+	/* On a terminal: one line, rewritten; elsewhere: every 5 s. */
+	if (!tty && now - progress_last < 5000000000ull)
+		return;
+	progress_last = now;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, tty ? "\r\033[K%s" : "%s\n", buf);
+}
+
+static void progress_done(void)
+{
+	if (isatty(2))
+		fprintf(stderr, "\r\033[K");
+}
+
+/* "1M" = 2^20, "64K" = 2^16, "1000" = 1000. 0 on error. */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end || v < 64 || v > (1ull << 31))
+		return 0;
+	return (size_t)v;
+}
+
+static int parse_sizes(const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save;
+
+	b_opts.nn = 0;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		size_t v = parse_size(tok);
+
+		if (!v || b_opts.nn == B_MAX_N) {
+			free(copy);
+			return -1;
+		}
+		b_opts.n[b_opts.nn++] = v;
+	}
+	free(copy);
+	return b_opts.nn ? 0 : -1;
+}
+
+static int parse_workloads(const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save;
+	int i;
+
+	b_opts.workloads = 0;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "all")) {
+			b_opts.workloads = (1ul << W_COUNT) - 1;
+			continue;
+		}
+		for (i = 0; i < W_COUNT; i++)
+			if (!strcmp(tok, b_workload_names[i]))
+				break;
+		if (i == W_COUNT) {
+			fprintf(stderr, "conntab-bench: unknown workload %s\n",
+				tok);
+			free(copy);
+			return -1;
+		}
+		b_opts.workloads |= 1ul << i;
+	}
+	free(copy);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: conntab-bench [options]\n"
+"  --quick            every workload at small sizes (64K, 256K)\n"
+"  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
+"                     default 1M,4M\n"
+"  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
+"                     insert remove churn grow timewait memory (default all)\n"
+"  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
+"                     every backend this library has, and every peer)\n"
+"  --threads N        reader threads in churn/grow/timewait (default 2)\n"
+"  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
+"  --reps K           repetitions, the median is reported (default 5)\n"
+"  --pin              pin threads to CPUs\n"
+"  --v6               IPv6 keys instead of IPv4\n"
+"  --secret zero      all-zero hash secret (default: random, one per run)\n"
+"  --seed S           key generator seed (default: from the clock)\n"
+"  --json             JSON lines instead of tab-separated text\n"
+"  --table            one table per size: workloads x implementations\n"
+"  --plot FILE.svg    draw ns/lookup against N (needs gnuplot)\n");
+}
+
+static void parse(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "quick", no_argument, NULL, 'q' },
+		{ "n", required_argument, NULL, 'n' },
+		{ "workload", required_argument, NULL, 'w' },
+		{ "impl", required_argument, NULL, 'i' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "pin", no_argument, NULL, 'p' },
+		{ "v6", no_argument, NULL, '6' },
+		{ "secret", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "table", no_argument, NULL, 'T' },
+		{ "plot", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool n_set = false;
+	int c;
+
+	b_opts.workloads = (1ul << W_COUNT) - 1;
+	b_opts.threads = 2;
+	b_opts.reps = 5;
+	b_opts.write_rate = 50000;
+	b_opts.seed = b_now_ns();
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'q': b_opts.quick = true; break;
+		case 'n':
+			if (parse_sizes(optarg))
+				goto bad;
+			n_set = true;
+			break;
+		case 'w':
+			if (parse_workloads(optarg))
+				goto bad;
+			break;
+		case 'i': b_opts.impls = optarg; break;
+		case 't':
+			b_opts.threads = (unsigned int)atoi(optarg);
+			if (b_opts.threads < 1 ||
+			    b_opts.threads > B_MAX_THREADS)
+				goto bad;
+			break;
+		case 'R':
+			b_opts.write_rate = strtoul(optarg, NULL, 10);
+			if (!b_opts.write_rate)
+				goto bad;
+			break;
+		case 'r':
+			b_opts.reps = (unsigned int)atoi(optarg);
+			if (b_opts.reps < 1 || b_opts.reps > B_MAX_REPS)
+				goto bad;
+			break;
+		case 'p': b_opts.pin = true; break;
+		case '6': b_opts.v6 = true; break;
+		case 's':
+			if (!strcmp(optarg, "zero"))
+				b_opts.zero_secret = true;
+			else if (strcmp(optarg, "random"))
+				goto bad;
+			break;
+		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
+		case 'j': b_opts.json = true; break;
+		case 'T': b_opts.table = true; break;
+		case 'P': b_opts.plot = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: goto bad;
+		}
+	}
+	if (optind != argc)
+		goto bad;
+	if (!n_set) {
+		b_opts.nn = 2;
+		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
+		b_opts.n[1] = b_opts.quick ? 256u << 10 : 4u << 20;
+	}
+	return;
+bad:
+	usage(stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const struct bench_impl *im[16];
+	struct bench_keys keys;
+	unsigned int s;
+	size_t ni;
+
+	parse(argc, argv);
+	ni = b_impls(im, 16);
+	if (!ni) {
+		fprintf(stderr, "conntab-bench: no implementation selected\n");
+		return 2;
+	}
+	rcu_register_thread();
+	if (b_opts.pin)
+		b_pin_self(0);
+	if (b_opts.json && b_opts.table)
+		b_opts.table = false;
+	if (!b_opts.json) {
+		printf("# conntab-bench %s keys, secret %s, seed %llu, "
+		       "median of %u, threads %u%s\n",
+		       b_opts.v6 ? "IPv6" : "IPv4",
+		       b_opts.zero_secret ? "zero" : "random",
+		       (unsigned long long)b_opts.seed, b_opts.reps,
+		       b_opts.threads, b_opts.pin ? ", pinned" : "");
+	}
+	b_report_header();
+	for (s = 0; s < b_opts.nn; s++) {
+		size_t n = b_opts.n[s];
+
+		b_progress("n=%zu: keys", n);
+		b_keys_make(&keys, n, b_opts.v6, b_opts.seed + s,
+			    b_opts.zero_secret);
+		/* The floor is needed for every ratio_to_floor. */
+		b_floor(n);
+		b_run_single(im, ni, &keys);
+		b_run_update(im, ni, &keys);
+		b_run_mt(im, ni, &keys);
+		b_keys_free(&keys);
+		progress_done();
+		b_report_flush();
+	}
+	b_report_targets();
+	if (b_opts.plot && b_report_plot(b_opts.plot))
+		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
+			"installed?)\n");
+	rcu_unregister_thread();
+	if (failures)
+		fprintf(stderr, "conntab-bench: %lu wrong results\n", failures);
+	return failures ? 1 : 0;
+}

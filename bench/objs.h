@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The user objects of one implementation: n lines, key i in line slot[i],
+ * so consecutive keys live at unrelated addresses.
+ */
+#ifndef BENCH_OBJS_H
+#define BENCH_OBJS_H
+
+#include "bench.h"
+
+struct bench_objs {
+	char *base;
+	size_t n;
+};
+
+/* A built table of one implementation, with its objects. */
+struct bench_table {
+	const struct bench_impl *im;
+	void *t;
+	struct bench_objs o;
+};
+
+static inline void *b_obj(const struct bench_objs *o,
+			  const struct bench_keys *k, size_t i)
+{
+	return o->base + (size_t)k->slot[i] * B_LINE;
+}
+
+void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n);
+void b_objs_free(struct bench_objs *o);
+void *b_build(const struct bench_impl *im, const struct bench_keys *k,
+	      struct bench_objs *o, size_t expected);
+void b_check_found(const struct bench_impl *im, const char *what,
+		   size_t found, size_t want);
+
+void b_result(const struct bench_impl *im, const char *wl, size_t n,
+	      unsigned int threads, double *v, const char *unit, int kind,
+	      bool higher);
+
+extern volatile uintptr_t b_sink;
+
+#endif /* BENCH_OBJS_H */

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Output: one line per result (tab-separated, or JSON lines), the ratios
+ * against the machine's floor and against lfht, the issue's targets
+ * (met / missed: thresholds live here, in benchmark output, never in
+ * tests), and an optional gnuplot SVG of ns/lookup against N.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "impl.h"
+
+static struct bench_result *res;
+static size_t nres, cap, printed;
+
+void b_record(const struct bench_result *r)
+{
+	if (nres == cap) {
+		cap = cap ? 2 * cap : 256;
+		res = realloc(res, cap * sizeof(*res));
+		if (!res) {
+			perror("conntab-bench");
+			exit(1);
+		}
+	}
+	res[nres++] = *r;
+}
+
+static const struct bench_result *find(const char *wl, const char *impl,
+				       size_t n, unsigned int threads)
+{
+	size_t i;
+
+	for (i = 0; i < nres; i++)
+		if (!strcmp(res[i].workload, wl) &&
+		    !strcmp(res[i].impl, impl) && res[i].n == n &&
+		    res[i].threads == threads)
+			return &res[i];
+	return NULL;
+}
+
+static double value_of(const char *wl, const char *impl, size_t n,
+		       unsigned int threads)
+{
+	const struct bench_result *r = find(wl, impl, n, threads);
+
+	return r ? r->value : NAN;
+}
+
+static double ratio_floor(const struct bench_result *r)
+{
+	const char *f = r->ratio_kind == R_DEP ? "dependent" :
+			r->ratio_kind == R_INDEP ? "16-streams" : NULL;
+
+	return f ? r->value / value_of("floor", f, r->n, 1) : NAN;
+}
+
+static double ratio_lfht(const struct bench_result *r)
+{
+	if (!strcmp(r->impl, "lfht") || !strcmp(r->workload, "floor"))
+		return NAN;
+	return r->value / value_of(r->workload, "lfht", r->n, r->threads);
+}
+
+static void fmt(char *buf, size_t len, double v)
+{
+	if (isnan(v) || isinf(v))
+		snprintf(buf, len, b_opts.json ? "null" : "-");
+	else if (fabs(v) >= 10000)
+		snprintf(buf, len, "%.0f", v);
+	else if (fabs(v) >= 100)
+		snprintf(buf, len, "%.1f", v);
+	else
+		snprintf(buf, len, "%.3g", v);
+}
+
+void b_report_header(void)
+{
+	if (!b_opts.json && !b_opts.table)
+		printf("workload\timpl\tn\tthreads\tvalue\tunit\t"
+		       "ratio_to_floor\tratio_to_lfht\tmin\tmax\n");
+}
+
+/*
+ * --table: results [from, nres) as one row per workload and one column per
+ * implementation, "value (ratio to lfht)", for people rather than scripts.
+ */
+static void print_table(size_t from)
+{
+	const char *impls[16], *wl[64];
+	unsigned int thr[64];
+	const char *unit[64];
+	size_t ni = 0, nw = 0, i, j, x;
+	char cell[48], a[32], b[32];
+
+	for (i = from; i < nres; i++) {
+		const struct bench_result *r = &res[i];
+
+		if (!strcmp(r->workload, "floor"))
+			continue;
+		for (j = 0; j < ni && strcmp(impls[j], r->impl); j++)
+			;
+		if (j == ni && ni < 16)
+			impls[ni++] = r->impl;
+		for (j = 0; j < nw; j++)
+			if (!strcmp(wl[j], r->workload) && thr[j] == r->threads)
+				break;
+		if (j == nw && nw < 64) {
+			wl[nw] = r->workload;
+			thr[nw] = r->threads;
+			unit[nw++] = r->unit;
+		}
+	}
+	if (from == nres)
+		return;
+	fmt(a, sizeof(a), value_of("floor", "dependent", res[from].n, 1));
+	fmt(b, sizeof(b), value_of("floor", "16-streams", res[from].n, 1));
+	printf("\nn = %zu; floor: dependent load %s ns, 16 streams %s ns/load"
+	       "; cells: value (ratio to lfht)\n", res[from].n, a, b);
+	printf("%-16s %-2s %-9s", "workload", "t", "unit");
+	for (j = 0; j < ni; j++)
+		printf(" %16s", impls[j]);
+	printf("\n");
+	for (i = 0; i < nw; i++) {
+		printf("%-16s %-2u %-9s", wl[i], thr[i], unit[i]);
+		for (j = 0; j < ni; j++) {
+			const struct bench_result *r =
+				find(wl[i], impls[j], res[from].n, thr[i]);
+
+			cell[0] = 0;
+			if (r) {
+				double q = ratio_lfht(r);
+
+				if (r->value >= 1e6)
+					snprintf(a, sizeof(a), "%.2fM",
+						 r->value / 1e6);
+				else
+					fmt(a, sizeof(a), r->value);
+				fmt(b, sizeof(b), q);
+				x = (size_t)snprintf(cell, sizeof(cell),
+						     "%s", a);
+				if (!isnan(q) && x < sizeof(cell))
+					snprintf(cell + x, sizeof(cell) - x,
+						 " (%s)", b);
+			}
+			printf(" %16s", r ? cell : "-");
+		}
+		printf("\n");
+	}
+}
+
+/* Print what was recorded since the last flush (ratios need the peers). */
+void b_report_flush(void)
+{
+	char v[32], f[32], l[32], mn[32], mx[32];
+
+	if (b_opts.table) {
+		print_table(printed);
+		printed = nres;
+		fflush(stdout);
+		return;
+	}
+	for (; printed < nres; printed++) {
+		const struct bench_result *r = &res[printed];
+
+		fmt(v, sizeof(v), r->value);
+		fmt(f, sizeof(f), ratio_floor(r));
+		fmt(l, sizeof(l), ratio_lfht(r));
+		fmt(mn, sizeof(mn), r->min);
+		fmt(mx, sizeof(mx), r->max);
+		if (b_opts.json)
+			printf("{\"workload\":\"%s\",\"impl\":\"%s\",\"n\":%zu,"
+			       "\"threads\":%u,\"value\":%s,\"unit\":\"%s\","
+			       "\"ratio_to_floor\":%s,\"ratio_to_lfht\":%s,"
+			       "\"min\":%s,\"max\":%s}\n",
+			       r->workload, r->impl, r->n, r->threads, v,
+			       r->unit, f, l, mn, mx);
+		else
+			printf("%s\t%s\t%zu\t%u\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			       r->workload, r->impl, r->n, r->threads, v,
+			       r->unit, f, l, mn, mx);
+	}
+	fflush(stdout);
+}
+
+static void target(const char *name, const char *impl, double measured,
+		   double threshold, bool lower_is_better, const char *note)
+{
+	const char *verdict;
+	char m[32], t[32];
+
+	if (isnan(measured))
+		verdict = "n/a";
+	else if (lower_is_better ? measured <= threshold
+				 : measured >= threshold)
+		verdict = "met";
+	else
+		verdict = "missed";
+	fmt(m, sizeof(m), measured);
+	fmt(t, sizeof(t), threshold);
+	if (b_opts.json)
+		printf("{\"target\":\"%s\",\"impl\":\"%s\",\"measured\":%s,"
+		       "\"threshold\":\"%s %s\",\"verdict\":\"%s\"}\n",
+		       name, impl, m, lower_is_better ? "<=" : ">=", t,
+		       verdict);
+	else
+		printf("# %-24s %-8s %8s  %s %-5s %-6s %s\n", name, impl, m,
+		       lower_is_better ? "<=" : ">=", t, verdict, note);
+}
+
+/* The size the targets are stated at: 1M if it ran, else the smallest. */
+static size_t target_n(void)
+{
+	size_t i, best = 0;
+
+	for (i = 0; i < b_opts.nn; i++)
+		if (b_opts.n[i] == (1u << 20))
+			return b_opts.n[i];
+	for (i = 0; i < b_opts.nn; i++)
+		if (!best || b_opts.n[i] < best)
+			best = b_opts.n[i];
+	return best;
+}
+
+void b_report_targets(void)
+{
+	const struct bench_impl *im[16];
+	size_t ni = b_impls(im, 16), i, n = target_n(), big = 16u << 20;
+	const char *best = NULL;
+	double bestv = NAN, x;
+
+	if (!b_opts.json)
+		printf("\n# targets at n=%zu, one thread, %s (ratios within "
+		       "this run)\n", n, b_opts.v6 ? "IPv6" : "IPv4");
+	for (i = 0; i < ni; i++) {
+		if (!(im[i]->flags & BI_CT_HASH))
+			continue;
+		x = value_of("lookup", im[i]->name, n, 1);
+		if (!isnan(x) && (!best || x < bestv)) {
+			best = im[i]->name;
+			bestv = x;
+		}
+	}
+	target("lookup/lfht", best ? best : "-",
+	       bestv / value_of("lookup", "lfht", n, 1), 0.40, true,
+	       "(best hash backend)");
+	for (i = 0; i < ni; i++) {
+		const char *nm = im[i]->name;
+
+		if (!(im[i]->flags & BI_CONNTAB) || !find("lookup", nm, n, 1))
+			continue;
+		target("lookup/lfht", nm, value_of("lookup", nm, n, 1) /
+		       value_of("lookup", "lfht", n, 1), 0.40, true, "");
+		target("lookup-dep/floor-dep", nm,
+		       value_of("lookup-dep", nm, n, 1) /
+		       value_of("floor", "dependent", n, 1), 2.0, true, "");
+		target("batch16/floor-16streams", nm,
+		       value_of("batch16", nm, n, 1) /
+		       value_of("floor", "16-streams", n, 1), 2.5, true, "");
+		target("insert/lfht", nm, value_of("insert", nm, n, 1) /
+		       value_of("insert", "lfht", n, 1), 0.35, true, "");
+		target("remove/lfht", nm, value_of("remove", nm, n, 1) /
+		       value_of("remove", "lfht", n, 1), 0.35, true, "");
+		target("churn 2r/1r lookups/s", nm,
+		       value_of("churn-scale", nm, n, 2), 1.9, false, "");
+		target("memory B/entry", nm, value_of("memory", nm, n, 1),
+		       16, true, "");
+		target("lookup 16M/1M", nm, value_of("lookup", nm, big, 1) /
+		       value_of("lookup", nm, 1u << 20, 1), 1.5, true,
+		       find("lookup", nm, big, 1) ? "" : "(needs --n 1M,16M)");
+	}
+	fflush(stdout);
+}
+
+/* ns/lookup against N, one line per implementation, through gnuplot. */
+int b_report_plot(const char *file)
+{
+	const struct bench_impl *im[16];
+	size_t ni = b_impls(im, 16), i, j, drawn = 0;
+	char data[] = "/tmp/conntab-bench-XXXXXX";
+	FILE *d, *g;
+	int fd, err;
+
+	fd = mkstemp(data);
+	if (fd < 0 || !(d = fdopen(fd, "w")))
+		return -1;
+	for (i = 0; i < ni; i++) {
+		fprintf(d, "# %s\n", im[i]->name);
+		for (j = 0; j < nres; j++)
+			if (!strcmp(res[j].workload, "lookup") &&
+			    !strcmp(res[j].impl, im[i]->name))
+				fprintf(d, "%zu %g %g %g\n", res[j].n,
+					res[j].value, res[j].min, res[j].max);
+		fprintf(d, "\n\n");
+	}
+	fprintf(d, "# floor\n");
+	for (j = 0; j < nres; j++)
+		if (!strcmp(res[j].workload, "floor") &&
+		    !strcmp(res[j].impl, "dependent"))
+			fprintf(d, "%zu %g %g %g\n", res[j].n, res[j].value,
+				res[j].min, res[j].max);
+	fclose(d);
+	g = popen("gnuplot", "w");
+	if (!g) {
+		unlink(data);
+		return -1;
+	}
+	fprintf(g, "set terminal svg size 720,440 dynamic font 'sans,11'\n"
+		   "set output '%s'\n"
+		   "set title 'conntab-bench: random successful lookups, "
+		   "one thread'\n"
+		   "set xlabel 'connections (N)'\nset ylabel 'ns/lookup'\n"
+		   "set logscale x 2\nset key top left noenhanced\n"
+		   "set grid\nset yrange [0:*]\n"
+		   "set offsets graph 0.05, graph 0.05\nset xtics (", file);
+	for (i = 0; i < b_opts.nn; i++) {
+		size_t n = b_opts.n[i];
+		bool mega = n % (1u << 20) == 0, kilo = n % 1024 == 0;
+
+		fprintf(g, "%s\"%zu%s\" %zu", i ? ", " : "",
+			mega ? n >> 20 : kilo ? n >> 10 : n,
+			mega ? "M" : kilo ? "K" : "", n);
+	}
+	fprintf(g, ")\nplot ");
+	for (i = 0; i < ni; i++) {
+		for (j = 0; j < nres; j++)
+			if (!strcmp(res[j].workload, "lookup") &&
+			    !strcmp(res[j].impl, im[i]->name))
+				break;
+		if (j == nres)
+			continue;
+		fprintf(g, "%s'%s' index %zu using 1:2:3:4 with yerrorlines "
+			   "title '%s'", drawn++ ? ", " : "", data, i,
+			im[i]->name);
+	}
+	fprintf(g, "%s'%s' index %zu using 1:2 with linespoints "
+		   "linecolor 'gray40' linewidth 2 "
+		   "title 'floor (dependent load)'\n", drawn ? ", " : "",
+		data, ni);
+	err = pclose(g);
+	unlink(data);
+	return err ? -1 : 0;
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# conntab-bench at a tiny size: every workload on every implementation
+# must find every present key, never miss one during grow or timewait,
+# and print one line per result. Times are not checked.
+set -e
+bench=${BENCH:-bench/conntab-bench}
+out=$($bench --quick --n 4K --reps 1 --seed 7)
+echo "$out" | grep -q '^lookup	chained	4096	1	'
+echo "$out" | grep -q '^grow-misses	lfht	4096	1	0	'
+echo "$out" | grep -q '^# memory B/entry'
+# JSON lines are objects, one per line.
+$bench --quick --n 4K --reps 1 --workload lookup,memory --json |
+	grep -v '^{.*}$' && exit 1
+exit 0

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Workloads with concurrent readers (only for implementations that allow
+ * them, BI_MT):
+ *
+ *  churn     R readers look up present keys while one writer inserts and
+ *            removes other keys at a fixed rate; lookups/s, the readers'
+ *            ns/lookup, and the scaling from 1 to 2 readers.
+ *  grow      0 -> N inserts into a table created without a sizing hint,
+ *            readers looking up keys already inserted: insert latency
+ *            percentiles, and lookups that missed a present key (must be
+ *            0). Only implementations that resize (BI_GROWS): a fixed-size
+ *            table would show chains of N/64 nodes, which says nothing.
+ *  timewait  est -> tw transitions, then recycle-inserts that replace the
+ *            tw entries, with readers looking up every key meanwhile
+ *            (every lookup must hit: the replacements are atomic).
+ *
+ * Readers take the read lock once per B_RD_CHUNK lookups, as in the
+ * single-threaded workloads, so their ns/lookup compare with `lookup`.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "impl.h"
+#include "objs.h"
+
+#define B_RD_CHUNK	64
+/* The writer removes what it inserted this many steps ago. */
+#define B_CHURN_LAG	1024
+#define B_CHURN_POOL	8192	/* writer nodes reused after a grace period */
+
+struct reader {
+	pthread_t tid;
+	const struct bench_impl *im;
+	void *t;
+	const struct bench_keys *k;
+	unsigned int id, cpu;
+	volatile int *stop;
+	const size_t *limit;	/* grow: keys inserted so far; else NULL */
+	size_t lookups, misses;	/* written by the reader (relaxed) */
+	int *ready;
+};
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	const struct conntab_key *keys = r->limit ? r->k->keys : r->k->order;
+	size_t n = r->k->n, i = (size_t)r->id * 7919 % n, j, miss = 0;
+	uint64_t rng = b_opts.seed + r->id;
+	uintptr_t acc = 0;
+	size_t done = 0;
+
+	rcu_register_thread();
+	if (b_opts.pin)
+		b_pin_self(r->cpu);
+	__atomic_add_fetch(r->ready, 1, __ATOMIC_RELEASE);
+	while (!*r->stop) {
+		size_t lim = n;
+
+		if (r->limit) {
+			/* Pairs with the release store after each insert. */
+			lim = __atomic_load_n(r->limit, __ATOMIC_ACQUIRE);
+			if (!lim)
+				continue;
+		}
+		rcu_read_lock();
+		for (j = 0; j < B_RD_CHUNK; j++) {
+			void *p;
+
+			if (r->limit)
+				i = (size_t)(b_rand(&rng) % lim);
+			else if (++i == n)
+				i = 0;
+			p = r->im->lookup(r->t, &keys[i]);
+			acc += (uintptr_t)p;
+			miss += !p;
+		}
+		rcu_read_unlock();
+		done += B_RD_CHUNK;
+		__atomic_store_n(&r->lookups, done, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->misses, miss, __ATOMIC_RELAXED);
+	}
+	b_sink += acc;
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void readers_start(struct reader *rd, unsigned int nr,
+			  const struct bench_impl *im, void *t,
+			  const struct bench_keys *k, volatile int *stop,
+			  const size_t *limit, int *ready)
+{
+	unsigned int i;
+
+	*ready = 0;
+	for (i = 0; i < nr; i++) {
+		rd[i] = (struct reader){ .im = im, .t = t, .k = k, .id = i,
+					 .cpu = i, .stop = stop,
+					 .limit = limit, .ready = ready };
+		if (pthread_create(&rd[i].tid, NULL, reader_fn, &rd[i])) {
+			fprintf(stderr, "conntab-bench: no reader thread\n");
+			exit(1);
+		}
+	}
+	while (__atomic_load_n(ready, __ATOMIC_ACQUIRE) < (int)nr)
+		sched_yield();
+}
+
+static void readers_stop(struct reader *rd, unsigned int nr,
+			 volatile int *stop, size_t *lookups, size_t *misses)
+{
+	unsigned int i;
+
+	*stop = 1;
+	*lookups = *misses = 0;
+	for (i = 0; i < nr; i++) {
+		pthread_join(rd[i].tid, NULL);
+		*lookups += rd[i].lookups;
+		*misses += rd[i].misses;
+	}
+}
+
+static size_t readers_count(const struct reader *rd, unsigned int nr)
+{
+	size_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		sum += __atomic_load_n(&rd[i].lookups, __ATOMIC_RELAXED);
+	return sum;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- churn ---- */
+
+struct writer {
+	pthread_t tid;
+	const struct bench_impl *im;
+	void *t;
+	const struct bench_keys *k;
+	unsigned int cpu;
+	volatile int *stop;
+	size_t pairs;		/* insert+remove pairs done (relaxed) */
+	size_t fails;
+};
+
+/*
+ * Insert pool node i, remove the one inserted B_CHURN_LAG steps before;
+ * after a pass over the pool, wait a grace period before reusing it. The
+ * pace is held at b_opts.write_rate pairs per second.
+ */
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
+						   : B_CHURN_POOL;
+	char *objs = b_alloc(pool * B_LINE);
+	size_t i, done = 0, fails = 0;
+	uint64_t t0;
+
+	rcu_register_thread();
+	if (b_opts.pin)
+		b_pin_self(w->cpu);
+	t0 = b_now_ns();
+	while (!*w->stop) {
+		for (i = 0; i < pool + B_CHURN_LAG && !*w->stop; i++) {
+			if (i < pool) {
+				memset(objs + i * B_LINE, 0, B_LINE);
+				fails += w->im->insert(w->t, objs + i * B_LINE,
+						       &w->k->absent[i]) != 0;
+			}
+			if (i >= B_CHURN_LAG)
+				fails += w->im->remove(w->t, objs +
+					(i - B_CHURN_LAG) * B_LINE) != 0;
+			if (i >= B_CHURN_LAG && i < pool)
+				done++;
+			if (!(done & 63)) {
+				uint64_t due = t0 + done * 1000000000ull /
+						    b_opts.write_rate;
+				uint64_t now = b_now_ns();
+
+				__atomic_store_n(&w->pairs, done,
+						 __ATOMIC_RELAXED);
+				if (due > now)
+					sleep_ns(due - now);
+			}
+		}
+		/* Every pool node is unlinked; wait before reusing them. */
+		synchronize_rcu();
+		__atomic_store_n(&w->pairs, done, __ATOMIC_RELAXED);
+	}
+	/* Leave the table as it was: drop what is still linked. */
+	for (i = 0; i < pool; i++)
+		w->im->remove(w->t, objs + i * B_LINE);
+	synchronize_rcu();
+	w->fails = fails;
+	rcu_unregister_thread();
+	free(objs);
+	return NULL;
+}
+
+/* One churn measurement: @nr readers and one writer on table @tb. */
+static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
+		      unsigned int nr, double *lps, double *nsl, double *wps)
+{
+	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull, t0, t1;
+	const struct bench_impl *im = tb->im;
+	struct reader rd[B_MAX_THREADS];
+	volatile int stop = 0, wstop = 0;
+	struct writer w = { .im = im, .t = tb->t, .k = k, .cpu = nr,
+			    .stop = &wstop };
+	size_t l0, l1, p0, p1, look, miss;
+	int ready;
+
+	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
+		fprintf(stderr, "conntab-bench: no writer thread\n");
+		exit(1);
+	}
+	sleep_ns(dur / 8);	/* let everyone get going */
+	l0 = readers_count(rd, nr);
+	p0 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	t0 = b_now_ns();
+	sleep_ns(dur);
+	l1 = readers_count(rd, nr);
+	p1 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	t1 = b_now_ns();
+	wstop = 1;
+	pthread_join(w.tid, NULL);
+	readers_stop(rd, nr, &stop, &look, &miss);
+	b_check_found(im, "churn", look - miss, look);
+	if (w.fails)
+		b_failed("%s churn: %zu writes failed", im->name, w.fails);
+	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
+	*nsl = (double)(t1 - t0) * nr / (double)(l1 - l0);
+	*wps = (double)(p1 - p0) * 1e9 / (double)(t1 - t0);
+}
+
+static void churn(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
+{
+	unsigned int cfg[3] = { 1, 2, b_opts.threads }, nc, c, rep;
+	static double lps[3][B_MAX_IMPLS][B_MAX_REPS];
+	double nsl[B_MAX_IMPLS][B_MAX_REPS], wps[B_MAX_IMPLS][B_MAX_REPS];
+	double sc[B_MAX_REPS];
+	struct bench_table tb[B_MAX_IMPLS];
+	size_t n = k->n, i;
+
+	nc = b_opts.threads > 2 ? 3 : 2;
+	for (i = 0; i < ni; i++) {
+		b_progress("n=%zu %s: churn build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+	}
+	for (c = 0; c < nc; c++) {
+		for (rep = 0; rep < b_opts.reps; rep++) {
+			b_progress("n=%zu churn %u readers %u/%u", n, cfg[c],
+				   rep + 1, b_opts.reps);
+			for (i = 0; i < ni; i++)
+				churn_rep(&tb[i], k, cfg[c], &lps[c][i][rep],
+					  &nsl[i][rep], &wps[i][rep]);
+		}
+		for (i = 0; i < ni; i++) {
+			double tmp[B_MAX_REPS];
+
+			b_result(im[i], "churn-ns", n, cfg[c], nsl[i], "ns/op",
+				 R_DEP, false);
+			b_result(im[i], "churn-writes", n, cfg[c], wps[i],
+				 "pairs/s", R_NONE, true);
+			/* A copy: b_median sorts, the scale needs pairs. */
+			memcpy(tmp, lps[c][i], sizeof(tmp));
+			b_result(im[i], "churn", n, cfg[c], tmp, "lookups/s",
+				 R_NONE, true);
+		}
+	}
+	for (i = 0; i < ni; i++) {
+		/* Scaling per repetition (same conditions), then the median. */
+		for (rep = 0; rep < b_opts.reps; rep++)
+			sc[rep] = lps[1][i][rep] / lps[0][i][rep];
+		b_result(im[i], "churn-scale", n, 2, sc, "x", R_NONE, true);
+		im[i]->destroy(tb[i].t);
+		b_objs_free(&tb[i].o);
+	}
+}
+
+/* ---- grow ---- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One growth 0 -> N of a table created without a sizing hint. */
+static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
+		     const struct bench_keys *k, unsigned int nr,
+		     uint32_t *lat, double *out)
+{
+	struct reader rd[B_MAX_THREADS];
+	size_t n = k->n, i, look, miss, fail = 0, count = 0;
+	volatile int stop = 0;
+	uint64_t t0, t1, start;
+	int ready;
+	void *t;
+
+	memset(o->base, 0, n * B_LINE);
+	t = im->create(im, 0, k->secret);
+	if (!t) {
+		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
+		exit(1);
+	}
+	readers_start(rd, nr, im, t, k, &stop, &count, &ready);
+	start = t0 = b_now_ns();
+	for (i = 0; i < n; i++) {
+		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
+		t1 = b_now_ns();
+		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
+					      : (uint32_t)(t1 - t0);
+		t0 = t1;
+		/* Key i is in: readers may look it up from now on. */
+		__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);
+	}
+	out[0] = (double)(t0 - start) / (double)n;
+	readers_stop(rd, nr, &stop, &look, &miss);
+	if (fail)
+		b_failed("%s grow: %zu inserts failed", im->name, fail);
+	/* A present key was not found while the table grew. */
+	if (miss)
+		b_failed("%s grow: %zu lookups missed a present key",
+			 im->name, miss);
+	out[5] = (double)miss;
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	out[1] = lat[n / 2];
+	out[2] = lat[n - 1 - n / 100];
+	out[3] = lat[n - 1 - n / 1000];
+	out[4] = lat[n - 1];
+	im->destroy(t);
+}
+
+static void grow(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k)
+{
+	static const char *const what[6] = {
+		"grow", "grow-p50", "grow-p99", "grow-p99.9", "grow-max",
+		"grow-misses",
+	};
+	static const char *const unit[6] = {
+		"ns/op", "ns", "ns", "ns", "ns", "lookups",
+	};
+	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
+	static double v[6][B_MAX_IMPLS][B_MAX_REPS];
+	uint32_t *lat = b_alloc(k->n * sizeof(*lat));
+	struct bench_objs o[B_MAX_IMPLS];
+	size_t i, j;
+	double out[6];
+
+	for (i = 0; i < ni; i++)
+		b_objs_init(&o[i], im[i], k->n);
+	for (rep = 0; rep < b_opts.reps; rep++) {
+		b_progress("n=%zu grow %u/%u", k->n, rep + 1, b_opts.reps);
+		for (i = 0; i < ni; i++) {
+			grow_rep(im[i], &o[i], k, nr, lat, out);
+			for (j = 0; j < 6; j++)
+				v[j][i][rep] = out[j];
+		}
+	}
+	free(lat);
+	for (i = 0; i < ni; i++) {
+		b_objs_free(&o[i]);
+		for (j = 0; j < 6; j++)
+			b_result(im[i], what[j], k->n, nr, v[j][i], unit[j],
+				 j ? R_NONE : R_DEP, false);
+	}
+}
+
+/* ---- timewait ---- */
+
+/*
+ * Keys per timewait repetition: repetition r works on keys [r m, r m + m)
+ * of one table built once, so repetitions need no rebuild.
+ */
+static size_t timewait_keys(size_t n)
+{
+	return n / (b_opts.reps > 4 ? b_opts.reps : 4);
+}
+
+/* est -> tw for slice @rep of the keys, then recycle-inserts over them. */
+static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
+			 unsigned int nr, unsigned int rep, char *two,
+			 char *nwo, double *out)
+{
+	size_t m = timewait_keys(k->n), i, look, miss, fail = 0;
+	const struct bench_impl *im = tb->im;
+	struct reader rd[B_MAX_THREADS];
+	volatile int stop = 0;
+	uint64_t t0;
+	int ready;
+	void *old;
+
+	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	t0 = b_now_ns();
+	for (i = rep * m; i < rep * m + m; i++)
+		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
+				     two + (size_t)k->slot[i] * B_LINE) != 0;
+	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
+	t0 = b_now_ns();
+	for (i = rep * m; i < rep * m + m; i++) {
+		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_LINE,
+				    &k->keys[i], &old) != 0;
+		fail += old != two + (size_t)k->slot[i] * B_LINE;
+	}
+	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
+	readers_stop(rd, nr, &stop, &look, &miss);
+	out[2] = (double)miss;
+	if (fail)
+		b_failed("%s timewait: %zu operations failed", im->name, fail);
+	if (miss)
+		b_failed("%s timewait: %zu lookups missed a key", im->name,
+			 miss);
+}
+
+static void timewait(const struct bench_impl **im, size_t ni,
+		     const struct bench_keys *k)
+{
+	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
+	size_t n = k->n, i, j;
+	static double v[3][B_MAX_IMPLS][B_MAX_REPS];
+	struct bench_table tb[B_MAX_IMPLS];
+	char *two[B_MAX_IMPLS], *nwo[B_MAX_IMPLS];
+	double out[3];
+
+	for (i = 0; i < ni; i++) {
+		b_progress("n=%zu %s: timewait build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		two[i] = b_alloc(n * B_LINE);
+		nwo[i] = b_alloc(n * B_LINE);
+	}
+	for (rep = 0; rep < b_opts.reps; rep++) {
+		b_progress("n=%zu timewait %u/%u", n, rep + 1, b_opts.reps);
+		for (i = 0; i < ni; i++) {
+			timewait_rep(&tb[i], k, nr, rep, two[i], nwo[i], out);
+			for (j = 0; j < 3; j++)
+				v[j][i][rep] = out[j];
+		}
+	}
+	for (i = 0; i < ni; i++) {
+		/* The table still links objects of two[] and nwo[]. */
+		im[i]->destroy(tb[i].t);
+		free(two[i]);
+		free(nwo[i]);
+		b_objs_free(&tb[i].o);
+		b_result(im[i], "timewait", n, nr, v[0][i], "ops/s", R_NONE,
+			 true);
+		b_result(im[i], "recycle", n, nr, v[1][i], "ops/s", R_NONE,
+			 true);
+		b_result(im[i], "timewait-misses", n, nr, v[2][i], "lookups",
+			 R_NONE, false);
+	}
+}
+
+void b_run_mt(const struct bench_impl **all, size_t nall,
+	      const struct bench_keys *k)
+{
+	const struct bench_impl *mt[B_MAX_IMPLS], *gr[B_MAX_IMPLS];
+	size_t nmt = 0, ngr = 0, i;
+
+	for (i = 0; i < nall; i++) {
+		if (!(all[i]->flags & BI_MT))
+			continue;
+		mt[nmt++] = all[i];
+		if (all[i]->flags & BI_GROWS)
+			gr[ngr++] = all[i];
+	}
+	if (nmt && b_want(W_CHURN))
+		churn(mt, nmt, k);
+	if (ngr && b_want(W_GROW))
+		grow(gr, ngr, k);
+	if (nmt && b_want(W_TIMEWAIT))
+		timewait(mt, nmt, k);
+}

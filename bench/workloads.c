@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Single-threaded workloads: lookup, lookup-dep, lookup-miss, lookup-cold,
+ * batch, memory (one table built per implementation and size) and insert /
+ * remove (a fresh table per repetition).
+ *
+ * Every result of a lookup is accumulated into a sink and the hits are
+ * counted and checked, so the compiler cannot drop a lookup and a broken
+ * implementation cannot look fast. Readers take the read lock once per
+ * B_READ_CHUNK lookups, the same for every implementation.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "impl.h"
+#include "objs.h"
+
+#define B_READ_CHUNK	64
+/* Lookups per repetition: all keys, at least 1M and at most 4M. */
+#define B_MIN_LOOKUPS	(1u << 20)
+#define B_MAX_LOOKUPS	(4u << 20)
+
+volatile uintptr_t b_sink;
+
+static size_t lookups_per_rep(size_t n)
+{
+	if (n < B_MIN_LOOKUPS)
+		return B_MIN_LOOKUPS / n * n;
+	return n < B_MAX_LOOKUPS ? n : B_MAX_LOOKUPS;
+}
+
+void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n)
+{
+	if (im->obj_size > B_LINE) {
+		fprintf(stderr, "conntab-bench: %s objects exceed a line\n",
+			im->name);
+		exit(1);
+	}
+	o->n = n;
+	o->base = b_alloc(n * B_LINE);
+}
+
+void b_objs_free(struct bench_objs *o)
+{
+	free(o->base);
+	o->base = NULL;
+}
+
+void *b_build(const struct bench_impl *im, const struct bench_keys *k,
+	      struct bench_objs *o, size_t expected)
+{
+	void *t;
+	size_t i, fail = 0;
+
+	memset(o->base, 0, o->n * B_LINE);
+	t = im->create(im, expected, k->secret);
+	if (!t) {
+		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
+		exit(1);
+	}
+	for (i = 0; i < k->n; i++)
+		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
+	if (fail)
+		b_failed("%s: %zu inserts failed", im->name, fail);
+	return t;
+}
+
+void b_check_found(const struct bench_impl *im, const char *what,
+		   size_t found, size_t want)
+{
+	if (found != want)
+		b_failed("%s %s: found %zu of %zu keys", im->name, what,
+			 found, want);
+}
+
+/* Random hits, one at a time: independent lookups may overlap. */
+static double run_lookup(const struct bench_impl *im, void *t,
+			 const struct conntab_key *keys, size_t n, size_t m,
+			 size_t *found)
+{
+	size_t done, i, j, len, hit = 0;
+	uintptr_t acc = 0;
+	uint64_t t0 = b_now_ns();
+
+	for (done = 0; done < m; done += len) {
+		len = m - done < n ? m - done : n;
+		for (i = 0; i < len; i += B_READ_CHUNK) {
+			size_t end = i + B_READ_CHUNK < len ? i + B_READ_CHUNK
+							    : len;
+
+			rcu_read_lock();
+			for (j = i; j < end; j++) {
+				void *p = im->lookup(t, &keys[j]);
+
+				acc += (uintptr_t)p;
+				hit += p != NULL;
+			}
+			rcu_read_unlock();
+		}
+	}
+	t0 = b_now_ns() - t0;
+	b_sink += acc;
+	*found = hit;
+	return (double)t0 / (double)m;
+}
+
+/*
+ * Dependent chain: the address of each key is computed from the previous
+ * result (its top bit, always 0 for a user-space pointer, but the compiler
+ * and the CPU cannot know), so no lookup starts before the previous one
+ * has finished and their misses cannot overlap.
+ */
+static double run_lookup_dep(const struct bench_impl *im, void *t,
+			     const struct conntab_key *keys, size_t n,
+			     size_t m, size_t *found)
+{
+	size_t done, i, len, hit = 0;
+	const struct conntab_key *kp;
+	uint64_t t0 = b_now_ns();
+	void *p = NULL;
+
+	for (done = 0; done < m; done += len) {
+		len = m - done < n ? m - done : n;
+		kp = &keys[(uintptr_t)p >> 63];
+		for (i = 0; i < len; i++) {
+			if (!(i % B_READ_CHUNK)) {
+				if (i)
+					rcu_read_unlock();
+				rcu_read_lock();
+			}
+			p = im->lookup(t, kp);
+			hit += p != NULL;
+			kp = &keys[i + 1 + ((uintptr_t)p >> 63)];
+		}
+		rcu_read_unlock();
+	}
+	t0 = b_now_ns() - t0;
+	b_sink += (uintptr_t)p;
+	*found = hit;
+	return (double)t0 / (double)m;
+}
+
+static double run_batch(const struct bench_impl *im, void *t,
+			const struct conntab_key *keys, size_t n, size_t m,
+			size_t bs, size_t *found)
+{
+	void *out[64];
+	size_t done, i, len, hit = 0;
+	uintptr_t acc = 0;
+	uint64_t t0;
+
+	m = m / bs * bs;
+	n = n / bs * bs;
+	t0 = b_now_ns();
+	for (done = 0; done < m; done += len) {
+		len = m - done < n ? m - done : n;
+		for (i = 0; i < len; i += bs) {
+			rcu_read_lock();
+			hit += im->batch(t, &keys[i], out, bs);
+			rcu_read_unlock();
+			acc += (uintptr_t)out[0] + (uintptr_t)out[bs - 1];
+		}
+	}
+	t0 = b_now_ns() - t0;
+	b_sink += acc;
+	*found = hit;
+	return (double)t0 / (double)m;
+}
+
+/* A thread that keeps writing over 2 x L3, as user work would. */
+struct sweeper {
+	pthread_t tid;
+	volatile int stop;
+	char *buf;
+	size_t len;
+};
+
+static void *sweep_fn(void *arg)
+{
+	struct sweeper *s = arg;
+	size_t i;
+
+	if (b_opts.pin)
+		b_pin_self(1);
+	while (!s->stop)
+		for (i = 0; i < s->len && !s->stop; i += B_LINE)
+			s->buf[i]++;
+	return NULL;
+}
+
+/* The median of one implementation's repetitions of one workload. */
+void b_result(const struct bench_impl *im, const char *wl, size_t n,
+	      unsigned int threads, double *v, const char *unit, int kind,
+	      bool higher)
+{
+	struct bench_result r = {
+		.impl = im->name, .n = n, .threads = threads, .unit = unit,
+		.ratio_kind = kind, .higher_better = higher,
+	};
+
+	snprintf(r.workload, sizeof(r.workload), "%s", wl);
+	r.value = b_median(v, b_opts.reps, &r.min, &r.max);
+	b_record(&r);
+}
+
+/* A mix of present and absent keys, half each, in random order. */
+static struct conntab_key *make_mix(const struct bench_keys *k, size_t *want)
+{
+	struct conntab_key *mix = b_alloc(k->n * sizeof(*mix));
+	uint64_t rng = b_opts.seed ^ 0x6d6978ull;
+	size_t i, hits = 0, a = 0;
+
+	for (i = 0; i < k->n; i++) {
+		if (b_rand(&rng) & 1) {
+			mix[i] = k->order[i];
+			hits++;
+		} else {
+			mix[i] = k->absent[a++ % k->nabsent];
+		}
+	}
+	*want = hits;
+	return mix;
+}
+
+static void memory(const struct bench_impl *im, void *t, size_t n,
+		   size_t heap0)
+{
+	struct bench_result r = {
+		.workload = "memory", .impl = im->name, .n = n, .threads = 1,
+		.unit = "B/entry", .ratio_kind = R_NONE,
+	};
+	long mem = im->memory(t);
+
+	if (mem < 0) {
+		/* Let deferred resizes and frees finish before measuring. */
+		rcu_barrier();
+		mem = (long)(b_heap_bytes() - heap0);
+	}
+	r.value = r.min = r.max = (double)mem / (double)n;
+	b_record(&r);
+}
+
+enum lk_kind { LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64 };
+
+static const struct {
+	enum b_workload w;
+	const char *name;
+	int ratio;
+} lk_kinds[] = {
+	[LK_HIT] = { W_LOOKUP, "lookup", R_DEP },
+	[LK_DEP] = { W_LOOKUP_DEP, "lookup-dep", R_DEP },
+	[LK_MISS] = { W_LOOKUP_MISS, "lookup-miss", R_DEP },
+	[LK_COLD] = { W_LOOKUP_COLD, "lookup-cold", R_DEP },
+	[LK_B16] = { W_BATCH, "batch16", R_INDEP },
+	[LK_B64] = { W_BATCH, "batch64", R_INDEP },
+};
+
+/* One repetition of one lookup workload on one table; ns/lookup. */
+static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
+			 const struct bench_keys *k,
+			 const struct conntab_key *mix, size_t want)
+{
+	size_t n = k->n, m = lookups_per_rep(n), found = 0, exp = m;
+	const struct bench_impl *im = tb->im;
+	double ns = 0;
+
+	switch (kind) {
+	case LK_HIT:
+	case LK_COLD:
+		ns = run_lookup(im, tb->t, k->order, n, m, &found);
+		break;
+	case LK_DEP:
+		ns = run_lookup_dep(im, tb->t, k->order, n, m, &found);
+		break;
+	case LK_MISS:
+		ns = run_lookup(im, tb->t, mix, n, n, &found);
+		exp = want;
+		break;
+	case LK_B16:
+	case LK_B64:
+		ns = run_batch(im, tb->t, k->order, n, m,
+			       kind == LK_B16 ? 16 : 64, &found);
+		exp = m / (kind == LK_B16 ? 16 : 64) *
+		      (kind == LK_B16 ? 16 : 64);
+		break;
+	}
+	b_check_found(im, lk_kinds[kind].name, found, exp);
+	return ns;
+}
+
+/*
+ * Every lookup workload on one table per implementation. Repetitions are
+ * interleaved (rep 1 of every implementation, then rep 2, ...) so that a
+ * burst of load from elsewhere on the machine hits all of them alike.
+ */
+void b_run_single(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
+{
+	double v[B_MAX_IMPLS][B_MAX_REPS];
+	struct bench_table tb[B_MAX_IMPLS];
+	struct conntab_key *mix = NULL;
+	struct sweeper sw = { 0 };
+	size_t n = k->n, i, want = 0;
+	unsigned int rep, kind;
+
+	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
+	      b_want(W_LOOKUP_MISS) || b_want(W_LOOKUP_COLD) ||
+	      b_want(W_BATCH) || b_want(W_MEMORY)))
+		return;
+	for (i = 0; i < ni; i++) {
+		size_t heap0;
+
+		b_progress("n=%zu %s: build", n, im[i]->name);
+		b_objs_init(&tb[i].o, im[i], n);
+		tb[i].im = im[i];
+		heap0 = b_heap_bytes();
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		if (b_want(W_MEMORY))
+			memory(im[i], tb[i].t, n, heap0);
+	}
+	if (b_want(W_LOOKUP_MISS))
+		mix = make_mix(k, &want);
+	for (kind = 0; kind < sizeof(lk_kinds) / sizeof(lk_kinds[0]); kind++) {
+		if (!b_want(lk_kinds[kind].w))
+			continue;
+		if (kind == LK_COLD) {
+			sw.len = 2 * b_l3_bytes();
+			sw.buf = b_alloc(sw.len);
+			if (pthread_create(&sw.tid, NULL, sweep_fn, &sw)) {
+				fprintf(stderr, "conntab-bench: no thread\n");
+				exit(1);
+			}
+		}
+		for (rep = 0; rep < b_opts.reps; rep++) {
+			b_progress("n=%zu %s %u/%u", n, lk_kinds[kind].name,
+				   rep + 1, b_opts.reps);
+			for (i = 0; i < ni; i++)
+				v[i][rep] = lookup_rep(kind, &tb[i], k, mix,
+						       want);
+		}
+		if (kind == LK_COLD) {
+			sw.stop = 1;
+			pthread_join(sw.tid, NULL);
+			free(sw.buf);
+		}
+		for (i = 0; i < ni; i++)
+			b_result(im[i], lk_kinds[kind].name, n, 1, v[i],
+				 "ns/op", lk_kinds[kind].ratio, false);
+	}
+	free(mix);
+	for (i = 0; i < ni; i++) {
+		im[i]->destroy(tb[i].t);
+		b_objs_free(&tb[i].o);
+	}
+}
+
+/* N inserts into an empty table sized for N, then N removes. */
+void b_run_update(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k)
+{
+	double vi[B_MAX_IMPLS][B_MAX_REPS], vr[B_MAX_IMPLS][B_MAX_REPS];
+	struct bench_objs o[B_MAX_IMPLS];
+	size_t n = k->n, i, j, fail;
+	unsigned int rep;
+	uint64_t t0;
+	void *t;
+
+	if (!b_want(W_INSERT) && !b_want(W_REMOVE))
+		return;
+	for (j = 0; j < ni; j++)
+		b_objs_init(&o[j], im[j], n);
+	for (rep = 0; rep < b_opts.reps; rep++) {
+		b_progress("n=%zu insert/remove %u/%u", n, rep + 1,
+			   b_opts.reps);
+		for (j = 0; j < ni; j++) {
+			memset(o[j].base, 0, n * B_LINE);
+			t = im[j]->create(im[j], n, k->secret);
+			if (!t) {
+				fprintf(stderr, "conntab-bench: %s: create "
+					"failed\n", im[j]->name);
+				exit(1);
+			}
+			fail = 0;
+			t0 = b_now_ns();
+			for (i = 0; i < n; i++)
+				fail += im[j]->insert(t, b_obj(&o[j], k, i),
+						      &k->keys[i]) != 0;
+			vi[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			t0 = b_now_ns();
+			for (i = 0; i < n; i++)
+				fail += im[j]->remove(t,
+						b_obj(&o[j], k, i)) != 0;
+			vr[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			b_check_found(im[j], "insert/remove", 2 * n - fail,
+				      2 * n);
+			im[j]->destroy(t);
+		}
+	}
+	for (j = 0; j < ni; j++) {
+		b_objs_free(&o[j]);
+		if (b_want(W_INSERT))
+			b_result(im[j], "insert", n, 1, vi[j], "ns/op", R_DEP,
+				 false);
+		if (b_want(W_REMOVE))
+			b_result(im[j], "remove", n, 1, vr[j], "ns/op", R_DEP,
+				 false);
+	}
+}
