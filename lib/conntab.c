@@ -21,6 +21,7 @@
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
+	[CONNTAB_EXTHASH] = &ct_exthash_ops,
 };
 
 static const char *const ct_backend_names[] = {

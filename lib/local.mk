@@ -8,7 +8,8 @@ lib_libconntab_la_SOURCES = \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/hash.h lib/chain.h lib/rcu.h \
-	lib/chained.c
+	lib/chained.c \
+	lib/exthash.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
