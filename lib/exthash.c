@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "chain.h"
 #include "conntab-int.h"
@@ -72,6 +73,8 @@
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
+/* Directories from this size on are mapped, not malloced. */
+#define XH_DIR_MMAP	(256 * 1024)
 /* Nodes a walk snapshots on the stack before it allocates. */
 #define XH_WALK_BUF	32
 
@@ -80,7 +83,7 @@ struct ct_xb {
 	uint32_t lock;
 	uint8_t depth;			/* local depth l, fixed */
 	uint8_t dead;			/* under lock: nodes moved to succ[] */
-	uint16_t pad;
+	uint16_t pad;			/* offset in its malloc block */
 	uint32_t prefix;		/* top l bits of its hashes, fixed */
 	uint32_t count;			/* nodes (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
@@ -154,22 +157,44 @@ static inline void xh_read_unlock(struct ct_exthash *x)
 	x->base.flavor->read_unlock();
 }
 
+/*
+ * Buckets are line-aligned slices of a plain malloc block, not
+ * aligned_alloc'd: glibc's memalign takes a larger chunk than it returns,
+ * so the freed buckets are of a size no later memalign reuses; they pile
+ * up in the fast bins until a heap extension consolidates them all at once
+ * (hundreds of microseconds, in whichever insert extends the heap). A
+ * fixed-size malloc is reused at once. Costs 48 bytes of slack per bucket.
+ */
+#define XH_BUCKET_ALLOC	(sizeof(struct ct_xb) + CT_CACHELINE - 16)
+
 static struct ct_xb *xh_bucket_new(unsigned int depth, uint32_t prefix)
 {
-	struct ct_xb *b = aligned_alloc(CT_CACHELINE, sizeof(*b));
+	char *raw = malloc(XH_BUCKET_ALLOC);
+	struct ct_xb *b;
+	uintptr_t off;
 
-	if (!b)
+	if (!raw)
 		return NULL;
+	/* malloc aligns to 16, so the slack is at most 48 bytes. */
+	off = -(uintptr_t)raw & (CT_CACHELINE - 1);
+	b = (struct ct_xb *)(void *)(raw + off);
 	memset(b, 0, sizeof(*b));
+	b->pad = (uint16_t)off;
 	b->depth = (uint8_t)depth;
 	b->prefix = prefix;
 	b->head = xh_marker(b);
 	return b;
 }
 
+static void xh_bucket_free(struct ct_xb *b)
+{
+	if (b)
+		free((char *)b - b->pad);
+}
+
 static void xh_bucket_free_rcu(struct rcu_head *head)
 {
-	free(conntab_entry(head, struct ct_xb, rcu));
+	xh_bucket_free(conntab_entry(head, struct ct_xb, rcu));
 }
 
 static size_t xh_dir_bytes(unsigned int depth)
@@ -180,18 +205,48 @@ static size_t xh_dir_bytes(unsigned int depth)
 	return (sz + CT_CACHELINE - 1) & ~(size_t)(CT_CACHELINE - 1);
 }
 
+/*
+ * Large directories come straight from mmap: a large malloc from the heap
+ * first consolidates every small chunk freed since the last one (the dead
+ * buckets), hundreds of microseconds in the insert that starts a resize.
+ * Their pages are faulted in a chunk at a time by the resize steps.
+ */
+static bool xh_dir_mapped(unsigned int depth)
+{
+	return xh_dir_bytes(depth) >= XH_DIR_MMAP;
+}
+
 static struct ct_xdir *xh_dir_new(unsigned int depth)
 {
-	struct ct_xdir *d = aligned_alloc(CT_CACHELINE, xh_dir_bytes(depth));
+	struct ct_xdir *d;
 
-	if (d)
-		d->depth = depth;
+	if (xh_dir_mapped(depth)) {
+		d = mmap(NULL, xh_dir_bytes(depth), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (d == MAP_FAILED)
+			return NULL;
+	} else {
+		d = aligned_alloc(CT_CACHELINE, xh_dir_bytes(depth));
+		if (!d)
+			return NULL;
+	}
+	d->depth = depth;
 	return d;
+}
+
+static void xh_dir_free(struct ct_xdir *d)
+{
+	if (!d)
+		return;
+	if (xh_dir_mapped(d->depth))
+		munmap(d, xh_dir_bytes(d->depth));
+	else
+		free(d);
 }
 
 static void xh_dir_free_rcu(struct rcu_head *head)
 {
-	free(conntab_entry(head, struct ct_xdir, rcu));
+	xh_dir_free(conntab_entry(head, struct ct_xdir, rcu));
 }
 
 /* Reader: the bucket the current directory gives for @h. */
@@ -351,7 +406,7 @@ static void xh_start_resize(struct ct_exthash *x, unsigned int depth)
 		p = NULL;
 	}
 	ct_spin_unlock(&x->dir_lock);
-	free(p);
+	xh_dir_free(p);
 }
 
 /*
@@ -407,7 +462,7 @@ static bool xh_reserve_split(struct ct_exthash *x, unsigned int l)
 		return false;
 	if (p && p->depth < l + 1) {
 		/* A halving this split invalidates; never published. */
-		free(p);
+		xh_dir_free(p);
 		xh_set_pending(x, NULL);
 	}
 	x->nd[l]--;
@@ -467,8 +522,8 @@ static void xh_maybe_split(struct ct_exthash *x, struct ct_xb *b)
 	x->base.flavor->update_call_rcu(&b->rcu, xh_bucket_free_rcu);
 	return;
 out_free:
-	free(b0);
-	free(b1);
+	xh_bucket_free(b0);
+	xh_bucket_free(b1);
 }
 
 /*
@@ -499,7 +554,7 @@ static struct ct_xb *xh_merge_once(struct ct_exthash *x, struct ct_xb *b,
 	m = xh_bucket_new(l - 1, b->prefix >> 1);
 	if (!m)
 		goto out_unlock;
-	/* m is unreachable for writers until published; lock it for our caller. */
+	/* Unreachable for writers until published; locked for our caller. */
 	ct_spin_lock(&m->lock);
 	/* I1: both halves lead to m before any node moves. */
 	ct_rcu_assign(b->succ[0], m);
@@ -577,8 +632,8 @@ static struct conntab *xh_create(const struct conntab *tmpl,
 nomem:
 	if (x && x->dir) {
 		while (i--)
-			free(x->dir->slot[i]);
-		free(x->dir);
+			xh_bucket_free(x->dir->slot[i]);
+		xh_dir_free(x->dir);
 	}
 	free(x);
 	errno = ENOMEM;
@@ -586,7 +641,8 @@ nomem:
 }
 
 /* No users left: the current directory points at live buckets only (I3). */
-static void xh_destroy(struct conntab *t, void (*release)(struct conntab_node *))
+static void xh_destroy(struct conntab *t,
+		       void (*release)(struct conntab_node *))
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_xdir *d = x->dir;
@@ -603,10 +659,10 @@ static void xh_destroy(struct conntab *t, void (*release)(struct conntab_node *)
 			if (release)
 				release(n);
 		}
-		free(b);
+		xh_bucket_free(b);
 	}
-	free(x->pending);
-	free(d);
+	xh_dir_free(x->pending);
+	xh_dir_free(d);
 	free(x);
 }
 

@@ -12,7 +12,7 @@
  *           again and again: each stable node is visited exactly once per
  *           walk, no node twice; then an expiry sweep (fn removes every
  *           node, which merges buckets under the walk) visits all once;
- *  nomem    every k-th aligned_alloc fails while the table grows and
+ *  nomem    every k-th allocation fails while the table grows and
  *           shrinks: no insert fails (a failed split leaves an overfull
  *           bucket), the table stays consistent and grows once memory
  *           comes back.
@@ -24,8 +24,8 @@
 #include <conntab/conntab.h>
 
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,22 +45,46 @@ struct conn {
 	unsigned int walk_gen;
 };
 
-/* Allocation failure injection, per thread (the call_rcu worker keeps its). */
+/*
+ * Allocation failure injection, per thread (the call_rcu worker is left
+ * alone). The library allocates buckets with malloc and directories with
+ * aligned_alloc (large ones with mmap): both are interposed here and fail
+ * every fail_every-th call of this thread while injection is on. The real
+ * allocator is glibc's, or the sanitizer's in a sanitizer build.
+ */
 static __thread unsigned int fail_every, fail_count;
 static unsigned long failed_allocs;
 
-/*
- * Interposes the library's aligned_alloc (buckets and directories): fail
- * every fail_every-th call of this thread while injection is on.
- */
-void *aligned_alloc(size_t align, size_t size)
+#ifdef __SANITIZE_ADDRESS__
+void *__interceptor_malloc(size_t size);
+void *__interceptor_aligned_alloc(size_t align, size_t size);
+# define real_malloc(s)		__interceptor_malloc(s)
+# define real_aligned_alloc(a, s)	__interceptor_aligned_alloc(a, s)
+#else
+void *__libc_malloc(size_t size);
+void *__libc_memalign(size_t align, size_t size);
+# define real_malloc(s)		__libc_malloc(s)
+# define real_aligned_alloc(a, s)	__libc_memalign(a, s)
+#endif
+
+static bool inject(void)
 {
 	if (fail_every && ++fail_count % fail_every == 0) {
 		__atomic_add_fetch(&failed_allocs, 1, __ATOMIC_RELAXED);
 		errno = ENOMEM;
-		return NULL;
+		return true;
 	}
-	return memalign(align, size);
+	return false;
+}
+
+void *malloc(size_t size)
+{
+	return inject() ? NULL : real_malloc(size);
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	return inject() ? NULL : real_aligned_alloc(align, size);
 }
 
 static void key_of(struct conntab_key *k, unsigned int i)
@@ -174,6 +198,19 @@ struct reader_stats {
 	unsigned long lookups, misses, batch_lookups;
 };
 
+/* A batched lookup of a key chosen from [lo, hi) found it (or lo moved). */
+static void batch_check(struct reader_stats *rs, const struct conntab_key *k,
+			struct conntab_node *found, unsigned long lo)
+{
+	unsigned long id = found ?
+		conntab_entry(found, struct conn, node)->id : 0;
+
+	rs->batch_lookups++;
+	if ((!found || memcmp(&gkeys[id], k, sizeof(*k))) &&
+	    __atomic_load_n(&g_lo, __ATOMIC_ACQUIRE) <= lo)
+		rs->misses++;
+}
+
 static void *reader(void *arg)
 {
 	struct reader_stats *rs = arg;
@@ -202,18 +239,11 @@ static void *reader(void *arg)
 		}
 		if ((rs->lookups & 15) == 0) {
 			for (j = 0; j < 8; j++)
-				keys[j] = gkeys[lo + xorshift(&seed) % (hi - lo)];
+				keys[j] = gkeys[lo + xorshift(&seed) %
+						     (hi - lo)];
 			conntab_lookup_batch(gt, keys, out, 8);
-			for (j = 0; j < 8; j++) {
-				unsigned long id = out[j] ? conntab_entry(
-					out[j], struct conn, node)->id : 0;
-
-				rs->batch_lookups++;
-				if ((!out[j] || memcmp(&gkeys[id], &keys[j],
-						       sizeof(keys[j]))) &&
-				    __atomic_load_n(&g_lo, __ATOMIC_ACQUIRE) <= lo)
-					rs->misses++;
-			}
+			for (j = 0; j < 8; j++)
+				batch_check(rs, &keys[j], out[j], lo);
 		}
 		rcu_read_unlock();
 	}
