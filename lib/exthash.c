@@ -5,7 +5,7 @@
  * A directory of 2^d pointers indexed by the TOP d bits of the 32-bit hash
  * points to buckets; a bucket of local depth l <= d holds every node whose
  * hash starts with its l-bit prefix and fills the 2^(d-l) consecutive slots
- * of that prefix. A bucket is one cache line: an RCU chain of nodes (lib/
+ * of that prefix. A bucket is 64 bytes: an RCU chain of nodes (lib/
  * chain.h) ending in a marker made from the bucket's address, its lock, its
  * depth and counts, and two successor pointers.
  *
@@ -83,14 +83,14 @@ struct ct_xb {
 	uint32_t lock;
 	uint8_t depth;			/* local depth l, fixed */
 	uint8_t dead;			/* under lock: nodes moved to succ[] */
-	uint16_t pad;			/* offset in its malloc block */
+	uint16_t pad;
 	uint32_t prefix;		/* top l bits of its hashes, fixed */
 	uint32_t count;			/* nodes (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
 	uint32_t pad2;
 	struct ct_xb *succ[2];		/* RCU, I1: by hash bit l */
 	struct rcu_head rcu;
-} __attribute__((aligned(CT_CACHELINE)));
+};
 
 struct ct_xdir {
 	struct rcu_head rcu;
@@ -112,7 +112,7 @@ struct ct_exthash {
 	size_t splits, merges, dir_resizes;
 };
 
-_Static_assert(sizeof(struct ct_xb) == CT_CACHELINE, "bucket is one line");
+_Static_assert(sizeof(struct ct_xb) == CT_CACHELINE, "bucket is 64 bytes");
 
 static inline struct ct_exthash *ct_exthash(struct conntab *t)
 {
@@ -138,7 +138,7 @@ static inline unsigned int xh_bit(uint32_t h, unsigned int depth)
  */
 static inline struct conntab_node *xh_marker(const struct ct_xb *b)
 {
-	return ct_nulls((uintptr_t)b / CT_CACHELINE);
+	return ct_nulls((uintptr_t)b / 16);	/* malloc aligns to 16 */
 }
 
 /* First hash past @b's range (2^32 for the last bucket). */
@@ -158,28 +158,21 @@ static inline void xh_read_unlock(struct ct_exthash *x)
 }
 
 /*
- * Buckets are line-aligned slices of a plain malloc block, not
- * aligned_alloc'd: glibc's memalign takes a larger chunk than it returns,
- * so the freed buckets are of a size no later memalign reuses; they pile
- * up in the fast bins until a heap extension consolidates them all at once
- * (hundreds of microseconds, in whichever insert extends the heap). A
- * fixed-size malloc is reused at once. Costs 48 bytes of slack per bucket.
+ * Buckets come from a plain malloc of their 64 bytes, not aligned_alloc:
+ * glibc's memalign takes a larger chunk than it returns, so freed buckets
+ * were of a size no later memalign reused; they piled up in the fast bins
+ * until a heap extension consolidated them all in one insert (hundreds of
+ * microseconds). Same-size mallocs reuse them at once, and pack them at 80
+ * bytes each. malloc aligns to 16, so what a hit reads (head, depth: the
+ * first 14 bytes) never straddles a line; succ[] may, read on misses only.
  */
-#define XH_BUCKET_ALLOC	(sizeof(struct ct_xb) + CT_CACHELINE - 16)
-
 static struct ct_xb *xh_bucket_new(unsigned int depth, uint32_t prefix)
 {
-	char *raw = malloc(XH_BUCKET_ALLOC);
-	struct ct_xb *b;
-	uintptr_t off;
+	struct ct_xb *b = malloc(sizeof(*b));
 
-	if (!raw)
+	if (!b)
 		return NULL;
-	/* malloc aligns to 16, so the slack is at most 48 bytes. */
-	off = -(uintptr_t)raw & (CT_CACHELINE - 1);
-	b = (struct ct_xb *)(void *)(raw + off);
 	memset(b, 0, sizeof(*b));
-	b->pad = (uint16_t)off;
 	b->depth = (uint8_t)depth;
 	b->prefix = prefix;
 	b->head = xh_marker(b);
@@ -188,8 +181,7 @@ static struct ct_xb *xh_bucket_new(unsigned int depth, uint32_t prefix)
 
 static void xh_bucket_free(struct ct_xb *b)
 {
-	if (b)
-		free((char *)b - b->pad);
+	free(b);
 }
 
 static void xh_bucket_free_rcu(struct rcu_head *head)
