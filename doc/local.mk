@@ -9,7 +9,7 @@
 EXTRA_DIST += doc/Doxyfile.in
 # Installed as plain text beside examples/minimal.c, for readers without
 # the HTML reference.
-dist_doc_DATA = README.md doc/design.md
+dist_doc_DATA = README.md doc/design.md doc/exthash.md
 DOXYGEN_WARN_AS_ERROR = NO
 
 # Always rerun (it takes a second), so that a second `make doc` with

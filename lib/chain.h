@@ -49,26 +49,43 @@ static inline uintptr_t ct_nulls_id(const struct conntab_node *p)
 }
 
 /*
- * Reader: the node holding key @k (hash @h) in the chain at @head whose end
- * marker is ct_nulls(@id), or NULL. Caller holds the RCU read lock. The hash
- * compare rejects almost every other node without touching its key.
+ * Reader: one pass over the chain at @head. Returns the node holding key
+ * @k (hash @h), or NULL with *@end set to the marker the pass ended on, for
+ * the caller to judge (ct_chain_lookup walks again on a foreign marker; a
+ * resizing backend follows the bucket its nodes moved to instead). Caller
+ * holds the RCU read lock. The hash compare rejects almost every other node
+ * without touching its key.
  */
 static inline struct conntab_node *
-ct_chain_lookup(struct conntab_node *const *head, uintptr_t id, uint32_t h,
-		const struct conntab_key *k)
+ct_chain_scan(struct conntab_node *const *head, uint32_t h,
+	      const struct conntab_key *k, struct conntab_node **end)
 {
 	struct conntab_node *n;
 
-again:
 	for (n = ct_rcu_deref(*head); !ct_is_nulls(n);
 	     n = ct_rcu_deref(n->ct_next)) {
 		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
 			return n;
 	}
-	/* Ended on another chain's marker: we were moved; walk again. */
-	if (__builtin_expect(ct_nulls_id(n) != id, 0))
-		goto again;
+	*end = n;
 	return NULL;
+}
+
+/*
+ * Reader: the node holding key @k (hash @h) in the chain at @head whose end
+ * marker is ct_nulls(@id), or NULL. Caller holds the RCU read lock.
+ */
+static inline struct conntab_node *
+ct_chain_lookup(struct conntab_node *const *head, uintptr_t id, uint32_t h,
+		const struct conntab_key *k)
+{
+	struct conntab_node *n, *end;
+
+	/* Ended on another chain's marker: we were moved; walk again. */
+	while (!(n = ct_chain_scan(head, h, k, &end)) &&
+	       __builtin_expect(ct_nulls_id(end) != id, 0))
+		;
+	return n;
 }
 
 /*

@@ -90,6 +90,7 @@ struct conntab_ops {
 extern const struct conntab_ops ct_chained_ops;
 extern const struct conntab_ops ct_split_ops;
 extern const struct conntab_ops ct_trie_ops;
+extern const struct conntab_ops ct_exthash_ops;
 
 /* Does @n belong to @t? (a hint outside the lock; recheck under it) */
 static inline bool ct_node_owned(const struct conntab_node *n,

@@ -22,6 +22,7 @@
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
 	[CONNTAB_SPLIT] = &ct_split_ops,
+	[CONNTAB_EXTHASH] = &ct_exthash_ops,
 	[CONNTAB_TRIE] = &ct_trie_ops,
 };
 

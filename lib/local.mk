@@ -12,6 +12,7 @@ lib_libconntab_la_SOURCES = \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
 	lib/split.c \
+	lib/exthash.c \
 	lib/trie.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

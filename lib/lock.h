@@ -15,6 +15,7 @@
 #define CT_LOCK_H
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,13 @@ static inline void ct_spin_lock(uint32_t *l)
 static inline void ct_spin_unlock(uint32_t *l)
 {
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* One attempt; true if the lock is now held (deadlock-free in any order). */
+static inline bool ct_spin_trylock(uint32_t *l)
+{
+	return !__atomic_load_n(l, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
 }
 
 static inline struct ct_stripe *ct_stripe_of(const struct ct_locks *lk,
