@@ -150,6 +150,14 @@ static size_t chained_lookup_batch(struct conntab *t,
 	});
 }
 
+static void chained_prefetch(struct conntab *t, uint32_t h)
+{
+	struct ct_chained *c = ct_chained(t);
+
+	__builtin_prefetch(&c->buckets[h & c->mask], 1);
+	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
+}
+
 static int chained_remove(struct conntab *t, struct conntab_node *n)
 {
 	struct ct_chained *c = ct_chained(t);
@@ -247,6 +255,7 @@ const struct conntab_ops ct_chained_ops = {
 	.create		= chained_create,
 	.destroy	= chained_destroy,
 	.insert		= chained_insert,
+	.prefetch	= chained_prefetch,
 	.lookup		= chained_lookup,
 	.lookup_batch	= chained_lookup_batch,
 	.remove		= chained_remove,

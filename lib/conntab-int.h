@@ -62,6 +62,12 @@ struct conntab_ops {
 	 */
 	int (*insert)(struct conntab *t, struct conntab_node *n,
 		      struct conntab_node **recycled);
+	/*
+	 * Optional: prefetch for writing what an insert of a key with @hash
+	 * will touch (bucket, lock stripe), before the front end claims the
+	 * node.
+	 */
+	void (*prefetch)(struct conntab *t, uint32_t hash);
 	struct conntab_node *(*lookup)(struct conntab *t,
 				       const struct conntab_key *k);
 	size_t (*lookup_batch)(struct conntab *t, const struct conntab_key *keys,

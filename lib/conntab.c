@@ -149,15 +149,27 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 		     const struct conntab_key *key,
 		     struct conntab_node **recycled)
 {
+	uint32_t h = 0;
 	int err;
 
 	if (!t || !n || !key || !ct_key_valid(key))
 		return -EINVAL;
+	/*
+	 * Start the misses of the bucket and of the node before the claim:
+	 * the claim's compare-and-swap on the node's (cold) line would
+	 * otherwise hold the bucket's miss back until its own is done.
+	 */
+	if (!t->ops->unhashed) {
+		h = ct_hash_key(&t->secret, key);
+		if (t->ops->prefetch)
+			t->ops->prefetch(t, h);
+	}
+	__builtin_prefetch(n, 1);
 	if (!ct_node_claim(n, t))
 		return -EBUSY;
 	/* Claimed and not yet published: plain stores are private. */
 	n->ct_key = *key;
-	n->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(&t->secret, key);
+	n->ct_hash = h;
 	n->ct_state = CONNTAB_ESTABLISHED;
 	err = t->ops->insert(t, n, recycled);
 	if (err)

@@ -290,6 +290,14 @@ static size_t split_lookup_batch(struct conntab *t,
 	});
 }
 
+static void split_prefetch(struct conntab *t, uint32_t h)
+{
+	struct ct_split *sp = ct_split(t);
+
+	__builtin_prefetch(split_head(sp, h & sp->mask, CONNTAB_ESTABLISHED), 1);
+	__builtin_prefetch(ct_stripe_of(&sp->locks, h), 1);
+}
+
 static int split_remove(struct conntab *t, struct conntab_node *n)
 {
 	struct ct_split *sp = ct_split(t);
@@ -433,6 +441,7 @@ const struct conntab_ops ct_split_ops = {
 	.create		= split_create,
 	.destroy	= split_destroy,
 	.insert		= split_insert,
+	.prefetch	= split_prefetch,
 	.lookup		= split_lookup,
 	.lookup_batch	= split_lookup_batch,
 	.remove		= split_remove,
