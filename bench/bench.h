@@ -53,6 +53,7 @@ enum b_workload {
 	W_GROW,
 	W_TIMEWAIT,
 	W_MEMORY,
+	W_FLOOD,
 	W_COUNT
 };
 
@@ -120,6 +121,9 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k);
 void b_run_mt(const struct bench_impl **im, size_t ni,
 	      const struct bench_keys *k);
+/* bench/flood.c: its own small tables, whatever k->n (once per run). */
+void b_run_flood(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k);
 
 /* Reporting (bench/report.c). */
 void b_report_header(void);

@@ -35,6 +35,7 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_GROW] = "grow",
 	[W_TIMEWAIT] = "timewait",
 	[W_MEMORY] = "memory",
+	[W_FLOOD] = "flood",
 };
 
 static bool impl_selected(const char *name)
@@ -188,7 +189,8 @@ static void usage(FILE *f)
 "  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
-"                     insert remove churn grow timewait memory (default all)\n"
+"                     insert remove churn grow timewait memory flood\n"
+"                     (default all)\n"
 "  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
 "                     every backend this library has, and every peer)\n"
 "  --threads N        reader threads in churn/grow/timewait (default 2)\n"
@@ -327,6 +329,9 @@ int main(int argc, char **argv)
 		b_run_single(im, ni, &keys);
 		b_run_update(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
+		/* Fixed-size tables of its own: once, with the first size. */
+		if (!s)
+			b_run_flood(im, ni, &keys);
 		b_keys_free(&keys);
 		progress_done();
 		b_report_flush();

@@ -33,6 +33,11 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want);
 
+/* keys[0..n) looked up one at a time, repeated to m lookups; ns/lookup. */
+double b_run_lookup(const struct bench_impl *im, void *t,
+		    const struct conntab_key *keys, size_t n, size_t m,
+		    size_t *found);
+
 void b_result(const struct bench_impl *im, const char *wl, size_t n,
 	      unsigned int threads, double *v, const char *unit, int kind,
 	      bool higher);

@@ -95,6 +95,7 @@ static void print_table(size_t from)
 {
 	const char *impls[16], *wl[64];
 	unsigned int thr[64];
+	size_t wn[64];		/* flood rows have their own table size */
 	const char *unit[64];
 	size_t ni = 0, nw = 0, i, j, x;
 	char cell[48], a[32], b[32];
@@ -114,6 +115,7 @@ static void print_table(size_t from)
 		if (j == nw && nw < 64) {
 			wl[nw] = r->workload;
 			thr[nw] = r->threads;
+			wn[nw] = r->n;
 			unit[nw++] = r->unit;
 		}
 	}
@@ -123,15 +125,15 @@ static void print_table(size_t from)
 	fmt(b, sizeof(b), value_of("floor", "16-streams", res[from].n, 1));
 	printf("\nn = %zu; floor: dependent load %s ns, 16 streams %s ns/load"
 	       "; cells: value (ratio to lfht)\n", res[from].n, a, b);
-	printf("%-16s %-2s %-9s", "workload", "t", "unit");
+	printf("%-18s %-2s %-9s", "workload", "t", "unit");
 	for (j = 0; j < ni; j++)
 		printf(" %16s", impls[j]);
 	printf("\n");
 	for (i = 0; i < nw; i++) {
-		printf("%-16s %-2u %-9s", wl[i], thr[i], unit[i]);
+		printf("%-18s %-2u %-9s", wl[i], thr[i], unit[i]);
 		for (j = 0; j < ni; j++) {
 			const struct bench_result *r =
-				find(wl[i], impls[j], res[from].n, thr[i]);
+				find(wl[i], impls[j], wn[i], thr[i]);
 
 			cell[0] = 0;
 			if (r) {

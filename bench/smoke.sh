@@ -9,6 +9,9 @@ out=$($bench --quick --n 4K --reps 1 --seed 7)
 echo "$out" | grep -q '^lookup	chained	4096	1	'
 echo "$out" | grep -q '^grow-misses	lfht	4096	1	0	'
 echo "$out" | grep -q '^# memory B/entry'
+# flood: both tables of a hash backend, and the ratio between them.
+echo "$out" | grep -q '^flood-known	chained	4096	1	'
+echo "$out" | grep -q '^flood-protection	chained	4096	1	.*	x	'
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && exit 1

@@ -79,9 +79,9 @@ void b_check_found(const struct bench_impl *im, const char *what,
 }
 
 /* Random hits, one at a time: independent lookups may overlap. */
-static double run_lookup(const struct bench_impl *im, void *t,
-			 const struct conntab_key *keys, size_t n, size_t m,
-			 size_t *found)
+double b_run_lookup(const struct bench_impl *im, void *t,
+		    const struct conntab_key *keys, size_t n, size_t m,
+		    size_t *found)
 {
 	size_t done, i, j, len, hit = 0;
 	uintptr_t acc = 0;
@@ -272,13 +272,13 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 	switch (kind) {
 	case LK_HIT:
 	case LK_COLD:
-		ns = run_lookup(im, tb->t, k->order, n, m, &found);
+		ns = b_run_lookup(im, tb->t, k->order, n, m, &found);
 		break;
 	case LK_DEP:
 		ns = run_lookup_dep(im, tb->t, k->order, n, m, &found);
 		break;
 	case LK_MISS:
-		ns = run_lookup(im, tb->t, mix, n, n, &found);
+		ns = b_run_lookup(im, tb->t, mix, n, n, &found);
 		exp = want;
 		break;
 	case LK_B16:
