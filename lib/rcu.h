@@ -21,8 +21,16 @@
  */
 #define ct_rcu_assign(p, v)	__atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 
-/* Load a pointer published with ct_rcu_assign() (dependency ordered). */
-#define ct_rcu_deref(p)		__atomic_load_n(&(p), __ATOMIC_CONSUME)
+/*
+ * Load a pointer published with ct_rcu_assign() (dependency ordered).
+ * ThreadSanitizer does not model consume ordering; under it the load is an
+ * acquire, so that publication is seen as the happens-before edge it is.
+ */
+#if defined(__SANITIZE_THREAD__)
+# define ct_rcu_deref(p)	__atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#else
+# define ct_rcu_deref(p)	__atomic_load_n(&(p), __ATOMIC_CONSUME)
+#endif
 
 /*
  * Store a pointer to an object that is already published (unlinking a
