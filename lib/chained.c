@@ -22,6 +22,7 @@
 
 #include "batch.h"
 #include "chain.h"
+#include "chain-ops.h"
 #include "conntab-int.h"
 #include "heads.h"
 
@@ -82,28 +83,14 @@ static int chained_insert(struct conntab *t, struct conntab_node *n,
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
-	struct conntab_node **head = &c->buckets[h & c->mask];
-	struct conntab_node **pprev, *old;
+	struct ct_delta d = { 0 };
 	struct ct_stripe *s;
-	int err = 0;
+	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	old = ct_chain_find_locked(head, h, &n->ct_key, &pprev);
-	if (old) {
-		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT) {
-			err = -EEXIST;
-		} else {
-			ct_chain_replace(pprev, old, n);
-			ct_node_release(old);
-			s->timewait--;
-			*recycled = old;
-		}
-	} else if (!ct_reserve(t)) {
-		err = -ENOSPC;
-	} else {
-		ct_chain_push(head, n);
-		s->entries++;
-	}
+	err = ct_chain_insert_locked(t, &c->buckets[h & c->mask], n, recycled,
+				     &d);
+	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;
 }
@@ -162,22 +149,13 @@ static int chained_remove(struct conntab *t, struct conntab_node *n)
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
-	struct conntab_node **pprev;
+	struct ct_delta d = { 0 };
 	struct ct_stripe *s;
-	int err = -ENOENT;
+	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	/* Recheck under the lock: a racing remove may have won. */
-	if (ct_node_owned(n, t) &&
-	    (pprev = ct_chain_pprev(&c->buckets[h & c->mask], n))) {
-		ct_chain_unlink(pprev, n);
-		ct_node_release(n);
-		s->entries--;
-		if (n->ct_state == CONNTAB_TIMEWAIT)
-			s->timewait--;
-		ct_unreserve(t);
-		err = 0;
-	}
+	err = ct_chain_remove_locked(t, &c->buckets[h & c->mask], n, &d);
+	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;
 }
@@ -187,26 +165,14 @@ static int chained_timewait(struct conntab *t, struct conntab_node *est,
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = est->ct_hash;
-	struct conntab_node **pprev = NULL;
+	struct ct_delta d = { 0 };
 	struct ct_stripe *s;
-	int err = 0;
+	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	if (!ct_node_owned(est, t) ||
-	    !(pprev = ct_chain_pprev(&c->buckets[h & c->mask], est))) {
-		err = -ENOENT;
-	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
-		err = -EINVAL;
-	} else if (tw == est) {
-		/* Same node, same place: readers see either state. */
-		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
-				 __ATOMIC_RELAXED);
-		s->timewait++;
-	} else {
-		ct_chain_replace(pprev, est, tw);
-		ct_node_release(est);
-		s->timewait++;
-	}
+	err = ct_chain_timewait_locked(t, &c->buckets[h & c->mask], est, tw,
+				       &d);
+	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;
 }

@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 
 #include "chain.h"
+#include "chain-ops.h"
 #include "conntab-int.h"
 #include "walk.h"
 
@@ -657,34 +658,27 @@ static void xh_destroy(struct conntab *t,
 	free(x);
 }
 
+/* Apply a chain operation's counts to its bucket (bucket locked). */
+static void xh_apply(struct ct_xb *b, const struct ct_delta *d)
+{
+	b->count += (uint32_t)d->entries;
+	b->tw += (uint32_t)d->timewait;
+}
+
 static int xh_insert(struct conntab *t, struct conntab_node *n,
 		     struct conntab_node **recycled)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	uint32_t h = n->ct_hash;
-	struct conntab_node **pprev, *old;
+	struct ct_delta d = { 0 };
 	struct ct_xb *b;
-	int err = 0;
+	int err;
 
 	xh_read_lock(x);	/* I5 */
-	b = xh_lock(x, h);
-	old = ct_chain_find_locked(&b->head, h, &n->ct_key, &pprev);
-	if (old) {
-		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT) {
-			err = -EEXIST;
-		} else {
-			ct_chain_replace(pprev, old, n);
-			ct_node_release(old);
-			b->tw--;
-			*recycled = old;
-		}
-	} else if (!ct_reserve(t)) {
-		err = -ENOSPC;
-	} else {
-		ct_chain_push(&b->head, n);	/* n is private until here */
-		b->count++;
+	b = xh_lock(x, n->ct_hash);
+	err = ct_chain_insert_locked(t, &b->head, n, recycled, &d);
+	xh_apply(b, &d);
+	if (d.entries)
 		xh_maybe_split(x, b);
-	}
 	ct_spin_unlock(&b->lock);
 	xh_resize_step(x);
 	xh_read_unlock(x);
@@ -739,35 +733,21 @@ static size_t xh_lookup_batch(struct conntab *t, const struct conntab_key *keys,
 	return found;
 }
 
-/* Writer, bucket locked: unlink the node *@pprev points to (I2: release). */
-static void xh_unlink(struct conntab_node **pprev, struct conntab_node *n)
-{
-	/* n->ct_next stays: a reader on n goes on to its old successor. */
-	ct_rcu_assign(*pprev, n->ct_next);
-}
-
 static int xh_remove(struct conntab *t, struct conntab_node *n)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	struct conntab_node **pprev;
+	struct ct_delta d = { 0 };
 	struct ct_xb *b;
-	int err = -ENOENT;
+	int err;
 
 	xh_read_lock(x);
 	b = xh_lock(x, n->ct_hash);
-	/* Recheck under the lock: a racing remove may have won. */
-	if (ct_node_owned(n, t) && (pprev = ct_chain_pprev(&b->head, n))) {
-		xh_unlink(pprev, n);
-		ct_node_release(n);
-		b->count--;
-		if (n->ct_state == CONNTAB_TIMEWAIT)
-			b->tw--;
-		ct_unreserve(t);
-		err = 0;
+	err = ct_chain_remove_locked(t, &b->head, n, &d);
+	xh_apply(b, &d);
+	if (!err)
 		xh_unlock_shrink(x, b);
-	} else {
+	else
 		ct_spin_unlock(&b->lock);
-	}
 	xh_resize_step(x);
 	xh_read_unlock(x);
 	return err;
@@ -777,27 +757,14 @@ static int xh_timewait(struct conntab *t, struct conntab_node *est,
 		       struct conntab_node *tw)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	struct conntab_node **pprev = NULL;
+	struct ct_delta d = { 0 };
 	struct ct_xb *b;
-	int err = 0;
+	int err;
 
 	xh_read_lock(x);
 	b = xh_lock(x, est->ct_hash);
-	if (!ct_node_owned(est, t) ||
-	    !(pprev = ct_chain_pprev(&b->head, est))) {
-		err = -ENOENT;
-	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
-		err = -EINVAL;
-	} else if (tw == est) {
-		/* Same node, same place: readers see either state. */
-		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
-				 __ATOMIC_RELAXED);
-		b->tw++;
-	} else {
-		ct_chain_replace(pprev, est, tw);
-		ct_node_release(est);
-		b->tw++;
-	}
+	err = ct_chain_timewait_locked(t, &b->head, est, tw, &d);
+	xh_apply(b, &d);
 	ct_spin_unlock(&b->lock);
 	xh_read_unlock(x);
 	return err;

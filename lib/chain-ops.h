@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Writer operations on one chain that holds both states (chained, and
+ * each bucket of exthash), run under the lock that covers the chain.
+ *
+ * They change the chain and the node claims; the caller owns the counters
+ * (a lock stripe's or a bucket's) and applies the delta they report.
+ */
+#ifndef CT_CHAIN_OPS_H
+#define CT_CHAIN_OPS_H
+
+#include "chain.h"
+#include "conntab-int.h"
+
+struct ct_delta {
+	int entries;
+	int timewait;
+};
+
+/*
+ * Insert @n (claimed; key, hash and state set) into the chain at @head,
+ * or with @recycled non-NULL put it in the place of a TIME_WAIT node of
+ * the same key in one store (a reader finds one or the other).
+ */
+static inline int ct_chain_insert_locked(struct conntab *t,
+					 struct conntab_node **head,
+					 struct conntab_node *n,
+					 struct conntab_node **recycled,
+					 struct ct_delta *d)
+{
+	struct conntab_node **pprev, *old;
+
+	old = ct_chain_find_locked(head, n->ct_hash, &n->ct_key, &pprev);
+	if (old) {
+		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT)
+			return -EEXIST;
+		ct_chain_replace(pprev, old, n);
+		ct_node_release(old);
+		d->timewait--;
+		*recycled = old;
+		return 0;
+	}
+	/* After the key check: a duplicate is -EEXIST, not -ENOSPC. */
+	if (!ct_reserve(t))
+		return -ENOSPC;
+	ct_chain_push(head, n);		/* n is private until here */
+	d->entries++;
+	return 0;
+}
+
+/* Unlink @n from the chain at @head; -ENOENT if it is not there. */
+static inline int ct_chain_remove_locked(struct conntab *t,
+					 struct conntab_node **head,
+					 struct conntab_node *n,
+					 struct ct_delta *d)
+{
+	struct conntab_node **pprev;
+
+	/* Recheck under the lock: a racing remove may have won. */
+	if (!ct_node_owned(n, t) || !(pprev = ct_chain_pprev(head, n)))
+		return -ENOENT;
+	/* Release: a mover's invariants (exthash I2) need it; free on x86. */
+	ct_chain_unlink_release(pprev, n);
+	ct_node_release(n);
+	d->entries--;
+	if (n->ct_state == CONNTAB_TIMEWAIT)
+		d->timewait--;
+	ct_unreserve(t);
+	return 0;
+}
+
+/*
+ * TIME_WAIT for @est on the chain at @head: flip its state in place
+ * (@tw == @est) or put @tw (claimed, key/hash/state copied) in its place
+ * with one store. Either way the key is on the chain at every instant.
+ */
+static inline int ct_chain_timewait_locked(struct conntab *t,
+					   struct conntab_node **head,
+					   struct conntab_node *est,
+					   struct conntab_node *tw,
+					   struct ct_delta *d)
+{
+	struct conntab_node **pprev;
+
+	if (!ct_node_owned(est, t) || !(pprev = ct_chain_pprev(head, est)))
+		return -ENOENT;
+	if (est->ct_state != CONNTAB_ESTABLISHED)
+		return -EINVAL;
+	if (tw == est) {
+		/* Same node, same place: readers see either state. */
+		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
+				 __ATOMIC_RELAXED);
+	} else {
+		ct_chain_replace(pprev, est, tw);
+		ct_node_release(est);
+	}
+	d->timewait++;
+	return 0;
+}
+
+/* Apply @d to a lock stripe's counters (stripe locked). */
+static inline void ct_stripe_apply(struct ct_stripe *s,
+				   const struct ct_delta *d)
+{
+	s->entries += d->entries;
+	s->timewait += d->timewait;
+}
+
+#endif /* CT_CHAIN_OPS_H */
