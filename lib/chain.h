@@ -127,20 +127,12 @@ static inline void ct_chain_push(struct conntab_node **head,
 	ct_rcu_assign(*head, n);	/* pairs with ct_rcu_deref in readers */
 }
 
-/* Writer (chain locked): unlink the node *@pprev points to. */
-static inline void ct_chain_unlink(struct conntab_node **pprev,
-				   struct conntab_node *n)
-{
-	/* n->ct_next stays: a reader on n goes on to its old successor. */
-	ct_rcu_store(*pprev, n->ct_next);
-}
-
 /*
- * Writer (chain locked): as ct_chain_unlink(), with a release store. For a
- * backend whose readers conclude, from not finding a key on one chain, that
- * what a writer did before under the same lock (linking the key into
- * another chain) is visible: a reader that reads this store and then
- * issues an acquire fence sees everything done before it.
+ * Writer (chain locked): unlink the node *@pprev points to, with a release
+ * store. Every backend unlinks this way, since readers may conclude from
+ * not finding a key on one chain that what a writer did before under the
+ * same lock (linking the key into another chain) is visible: a reader that
+ * reads this store and then issues an acquire fence sees all of it.
  */
 static inline void ct_chain_unlink_release(struct conntab_node **pprev,
 					   struct conntab_node *n)

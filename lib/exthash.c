@@ -45,6 +45,7 @@
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
+#include "heads.h"
 #include "walk.h"
 
 /*
@@ -638,19 +639,13 @@ static void xh_destroy(struct conntab *t,
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_xdir *d = x->dir;
-	struct conntab_node *n, *next;
 	struct ct_xb *b;
 	size_t i = 0, size = (size_t)1 << d->depth;
 
 	while (i < size) {
 		b = d->slot[i];
 		i = (size_t)(b->prefix + 1) << (d->depth - b->depth);
-		for (n = b->head; !ct_is_nulls(n); n = next) {
-			next = n->ct_next;	/* release may free n */
-			ct_node_release(n);
-			if (release)
-				release(n);
-		}
+		ct_heads_release(&b->head, 1, release);
 		xh_bucket_free(b);
 	}
 	xh_dir_free(x->pending);
