@@ -3,45 +3,56 @@
  * CONNTAB_EXTHASH: extendible hashing that grows and shrinks online.
  *
  * A directory of 2^d pointers indexed by the TOP d bits of the 32-bit hash
- * points to buckets; a bucket of local depth l <= d holds every node whose
- * hash starts with its l-bit prefix and fills the 2^(d-l) consecutive slots
- * of that prefix. A bucket is 64 bytes: an RCU chain of nodes (lib/
- * chain.h) ending in a marker made from the bucket's address, its lock, its
- * depth and counts, and two successor pointers.
+ * points to segments; a segment of local depth l <= d holds every node
+ * whose hash starts with its l-bit prefix and fills the 2^(d-l) consecutive
+ * slots of that prefix. A segment is an array of XH_HEADS RCU chain heads
+ * (lib/chain.h) indexed by the LOW bits of the hash, behind a header with
+ * its lock, depth, counts and two successor pointers. The two index ranges
+ * never overlap (XH_MAX_DEPTH + XH_SHIFT <= 32), so a split on hash bit l
+ * unzips chain i of the segment into chain i of each child: no node
+ * changes its chain index, a reader with hash h looks at chain idx(h) of
+ * every segment on its path.
  *
- * Growth splits one overfull bucket at a time (O(bucket) work in the insert
- * that overfills it); shrinking merges two light buddies into one bucket
- * in the remove that empties them. Directory doubling and halving copy the
+ * Why segments, not one chain per bucket: a lookup's hit path is the
+ * directory slot, one chain head and the node, as in the chained backend
+ * plus one load from a directory 64 times smaller than the head array (it
+ * stays in the cache), and a head costs 8 bytes, not a 64-byte bucket.
+ *
+ * Growth splits one overfull segment at a time (O(segment) work in the
+ * insert that overfills it); shrinking merges two light buddies in the
+ * remove that empties them. Directory doubling and halving copy the
  * pointers into a new directory a chunk at a time, piggybacked on later
  * writer calls, and publish it when complete, so no single call pays for
  * the whole table. doc/exthash.md gives the design and the proofs; the
  * invariants the code relies on are (I1..I6, stated again where used):
  *
- *  I1 A bucket's successors (succ[], the children of a split or the bucket
- *     of a merge) are initialised and set with release stores before the
- *     first node leaves it, and never change afterwards.
- *  I2 Nodes leave a dying bucket tail first, and each is linked at the head
- *     of its successor before it is cut off the dying chain; every store
- *     into a chain link of this backend is a release store. So a reader
- *     that walks a bucket and then (after an acquire fence) every successor
+ *  I1 A segment's successors (succ[], the children of a split or the
+ *     segment of a merge) are initialised and set with release stores
+ *     before the first node leaves it, and never change afterwards.
+ *  I2 Nodes leave a chain of a dying segment tail first, and each is
+ *     linked at the head of the same chain of its successor before it is
+ *     cut off the dying chain; every store into a chain link of this
+ *     backend is a release store. So a reader that walks chain i of a
+ *     segment and then (after an acquire fence) chain i of every successor
  *     it finds has passed every node present throughout its lookup.
- *  I3 A bucket dies (dead = 1, under its lock) only after the directory
+ *  I3 A segment dies (dead = 1, under its lock) only after the directory
  *     (and the part of a pending directory already filled) points past it;
- *     a writer that locks a dead bucket reloads the directory.
+ *     a writer that locks a dead segment reloads the directory.
  *  I4 All directory slot stores happen under dir_lock; a pending directory
  *     is published only when complete, and every publish made while it was
  *     being filled also went into its filled part.
- *  I5 Buckets and directories are freed through call_rcu once unreachable
+ *  I5 Segments and directories are freed through call_rcu once unreachable
  *     from the current directory; readers AND writers hold the flavor's
  *     read lock while they touch them.
- *  I6 Lock order: bucket lock, then dir_lock. A second bucket lock (merge
- *     buddy) is only ever try-locked.
+ *  I6 Lock order: segment lock, then dir_lock. A second segment lock
+ *     (merge buddy) is only ever try-locked.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "batch.h"
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
@@ -49,54 +60,80 @@
 #include "walk.h"
 
 /*
- * Split a bucket when an insert makes it hold more than this. Small: every
- * node a lookup passes is a cache miss, and a bucket already costs one more
- * than the chained backend's slot, so buckets average ~1.4 nodes (the
- * chained backend ~1 at its sizing hint). Measured in doc/exthash.md.
+ * Chain heads per segment: 64 heads (512 bytes). Larger segments make the
+ * directory smaller but a split longer (it moves ~1.5 x XH_HEADS nodes,
+ * each a cache miss, inside one insert); this keeps a split within a few
+ * microseconds (doc/exthash.md has the measurements).
  */
-#define XH_SPLIT	2
+#define XH_SHIFT	6
+#define XH_HEADS	(1u << XH_SHIFT)
 /*
- * Merge two buddies when together they hold at most this: a split leaves
- * 3 nodes, so a bucket at the boundary needs 2 removes to merge and 2
- * inserts to split again (each O(1) work; the costly directory resizes
- * have their own, wider hysteresis below).
+ * Split a segment when an insert makes it hold more than 1.5 nodes per
+ * chain; its children then hold ~0.75, so a growing table averages ~1.1,
+ * the load the chained backend has at its sizing hint.
  */
-#define XH_MERGE	1
-/* Deepest directory: 2^27 slots = 1 GiB of pointers (~2^28 nodes). */
-#define XH_MAX_DEPTH	27
-/* Nodes per bucket a table is created with for its sizing hint. */
-#define XH_TARGET	2
+#define XH_SPLIT	(XH_HEADS * 3 / 2)
+/*
+ * Merge two buddies when together they hold at most 0.5 per chain: a
+ * table at a boundary needs XH_HEADS inserts to split again after a merge
+ * and ~XH_HEADS removes to merge again after a split.
+ */
+#define XH_MERGE	(XH_HEADS / 2)
+/* Deepest directory: the top bits may not reach the chain index bits. */
+#define XH_MAX_DEPTH	(32 - XH_SHIFT)
+/*
+ * Chains a writer call moves while a split is in progress: a split is
+ * spread over XH_HEADS / XH_SPLIT_STEP writer calls on the segment, so no
+ * insert pays for more than ~1.5 x XH_SPLIT_STEP cold nodes.
+ */
+#define XH_SPLIT_STEP	16
+/*
+ * Dead segments go to call_rcu in batches, through the rcu_head of one of
+ * them: one batch per 1/8 of the live segments, between these bounds, so
+ * what waits is at most ~1/8 of the table's segment memory (and 1024
+ * segments). Why: each call_rcu keeps liburcu's worker running grace
+ * periods, and a grace period of the default flavor interrupts every
+ * running thread of the process (membarrier) and makes read_unlock wake
+ * the waiter (futex) while a preempted reader holds it up: one call_rcu
+ * per split was ~15000 interrupts per second, the bulk of the insert
+ * latency tail (doc/exthash.md, "Reclamation").
+ */
+#define XH_RETIRE_MIN	8
+#define XH_RETIRE_MAX	1024
 /* Directory slots copied per writer call while a resize is pending. */
 #define XH_COPY_STEP	1024
 /*
- * The directory doubles only while it has at most 2 slots per bucket, and
- * halves once no bucket uses its full depth and it has more than 8 slots
- * per bucket: a table at a boundary does not resize back and forth, and
- * the directory stays O(buckets) whatever the local depths.
+ * The directory doubles only while it has at most 2 slots per segment,
+ * and halves once no segment uses its full depth and it has more than 8
+ * slots per segment: a table at a boundary does not resize back and
+ * forth, and the directory stays O(segments) whatever the local depths.
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
 /* Directories from this size on are mapped, not malloced. */
 #define XH_DIR_MMAP	(256 * 1024)
 
-struct ct_xb {
-	struct conntab_node *head;	/* RCU chain, ends in xh_marker(b) */
+struct ct_xseg {
 	uint32_t lock;
 	uint8_t depth;			/* local depth l, fixed */
 	uint8_t dead;			/* under lock: nodes moved to succ[] */
-	uint16_t pad;
+	uint8_t splitting;		/* under lock: chains [0, moved) moved */
+	uint8_t pad;
 	uint32_t prefix;		/* top l bits of its hashes, fixed */
-	uint32_t count;			/* nodes (under lock) */
+	uint32_t count;			/* nodes in its chains (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
-	uint32_t pad2;
-	struct ct_xb *succ[2];		/* RCU, I1: by hash bit l */
+	uint32_t moved;			/* chains emptied by a split (lock) */
+	struct ct_xseg *succ[2];	/* RCU, I1: by hash bit l */
+	struct ct_xseg *retired;	/* dead: next in its batch (dir_lock) */
 	struct rcu_head rcu;
+	/* RCU chains, each ending in xh_marker(seg, i) */
+	struct conntab_node *head[XH_HEADS];
 };
 
 struct ct_xdir {
 	struct rcu_head rcu;
 	uint32_t depth;			/* fixed */
-	struct ct_xb *slot[];		/* RCU, written under dir_lock */
+	struct ct_xseg *slot[];		/* RCU, written under dir_lock */
 };
 
 struct ct_exthash {
@@ -108,12 +145,15 @@ struct ct_exthash {
 	/* Taken by splits, merges and resize steps. */
 	uint32_t dir_lock __attribute__((aligned(CT_CACHELINE)));
 	size_t fill;			/* slots of pending filled */
-	size_t nb;			/* live buckets */
-	size_t nd[XH_MAX_DEPTH + 1];	/* live buckets per local depth */
+	size_t nb;			/* live segments */
+	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
 	size_t splits, merges, dir_resizes;
+	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
+	unsigned int nretired;
 };
 
-_Static_assert(sizeof(struct ct_xb) == CT_CACHELINE, "bucket is 64 bytes");
+_Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
+_Static_assert(XH_SPLIT > 2 * XH_MERGE, "no hysteresis");
 
 static inline struct ct_exthash *ct_exthash(struct conntab *t)
 {
@@ -126,26 +166,34 @@ static inline size_t xh_slot(unsigned int depth, uint32_t h)
 	return (size_t)((uint64_t)h >> (32 - depth));
 }
 
-/* The bit a bucket of depth @depth splits on: successor index of @h. */
+/* Chain of hash @h in every segment on its path. */
+static inline unsigned int xh_idx(uint32_t h)
+{
+	return h & (XH_HEADS - 1);
+}
+
+/* The bit a segment of depth @depth splits on: successor index of @h. */
 static inline unsigned int xh_bit(uint32_t h, unsigned int depth)
 {
 	return (h >> (31 - depth)) & 1;
 }
 
 /*
- * The end marker of @b's chain. Unique among buckets a reader can reach:
- * an address is reused only after the bucket's grace period (I5), and a
- * reader that can see the old bucket holds up that grace period.
+ * The end marker of chain @i of @s: the head's own address, unique among
+ * the chains a reader can reach, because a segment's memory is reused
+ * only after its grace period (I5), which a reader that can still see the
+ * old segment holds up.
  */
-static inline struct conntab_node *xh_marker(const struct ct_xb *b)
+static inline struct conntab_node *xh_marker(const struct ct_xseg *s,
+					     unsigned int i)
 {
-	return ct_nulls((uintptr_t)b / 16);	/* malloc aligns to 16 */
+	return ct_nulls((uintptr_t)&s->head[i] / sizeof(s->head[i]));
 }
 
-/* First hash past @b's range (2^32 for the last bucket). */
-static inline uint64_t xh_end(const struct ct_xb *b)
+/* First hash past @s's range (2^32 for the last segment). */
+static inline uint64_t xh_end(const struct ct_xseg *s)
 {
-	return ((uint64_t)b->prefix + 1) << (32 - b->depth);
+	return ((uint64_t)s->prefix + 1) << (32 - s->depth);
 }
 
 static inline void xh_read_lock(struct ct_exthash *x)
@@ -159,41 +207,75 @@ static inline void xh_read_unlock(struct ct_exthash *x)
 }
 
 /*
- * Buckets come from a plain malloc of their 64 bytes, not aligned_alloc:
- * glibc's memalign takes a larger chunk than it returns, so freed buckets
- * were of a size no later memalign reused; they piled up in the fast bins
- * until a heap extension consolidated them all in one insert (hundreds of
- * microseconds). Same-size mallocs reuse them at once, and pack them at 80
- * bytes each. malloc aligns to 16, so what a hit reads (head, depth: the
- * first 14 bytes) never straddles a line; succ[] may, read on misses only.
+ * Segments come from a plain malloc, not aligned_alloc: glibc's memalign
+ * takes a larger chunk than it returns, so freed ones were of a size no
+ * later memalign reused; they piled up until a heap extension consolidated
+ * them all in one insert (hundreds of microseconds). Same-size mallocs
+ * reuse them at once. A hit reads one 8-byte head, which never straddles
+ * a line at malloc's 16-byte alignment.
  */
-static struct ct_xb *xh_bucket_new(unsigned int depth, uint32_t prefix)
+static struct ct_xseg *xh_seg_new(unsigned int depth, uint32_t prefix)
 {
-	struct ct_xb *b = malloc(sizeof(*b));
+	struct ct_xseg *s = malloc(sizeof(*s));
+	unsigned int i;
 
-	if (!b)
+	if (!s)
 		return NULL;
-	memset(b, 0, sizeof(*b));
-	b->depth = (uint8_t)depth;
-	b->prefix = prefix;
-	b->head = xh_marker(b);
-	return b;
+	memset(s, 0, offsetof(struct ct_xseg, head));
+	s->depth = (uint8_t)depth;
+	s->prefix = prefix;
+	for (i = 0; i < XH_HEADS; i++)
+		s->head[i] = xh_marker(s, i);
+	return s;
 }
 
-static void xh_bucket_free(struct ct_xb *b)
+static void xh_seg_free(struct ct_xseg *s)
 {
-	free(b);
+	free(s);
 }
 
-static void xh_bucket_free_rcu(struct rcu_head *head)
+/* Grace period over for a batch of dead segments: free them all. */
+static void xh_batch_free_rcu(struct rcu_head *head)
 {
-	xh_bucket_free(conntab_entry(head, struct ct_xb, rcu));
+	struct ct_xseg *s = conntab_entry(head, struct ct_xseg, rcu), *next;
+
+	for (; s; s = next) {
+		next = s->retired;
+		xh_seg_free(s);
+	}
+}
+
+/*
+ * dir_lock held: @s is dead and unreachable from the directory (I3, I4).
+ * Queue it; when a batch is full, return its first segment, whose
+ * rcu_head the caller hands to call_rcu once it has dropped dir_lock (I5:
+ * the grace period starts after @s became unreachable, which is all a
+ * reader needs; starting it later only delays the free).
+ */
+static struct ct_xseg *xh_retire_locked(struct ct_exthash *x,
+					struct ct_xseg *s)
+{
+	s->retired = x->retired;
+	x->retired = s;
+	if (++x->nretired < XH_RETIRE_MIN ||
+	    (x->nretired < XH_RETIRE_MAX && x->nretired < x->nb / 8))
+		return NULL;
+	x->retired = NULL;
+	x->nretired = 0;
+	return s;
+}
+
+static void xh_retire_batch(struct ct_exthash *x, struct ct_xseg *batch)
+{
+	if (batch)
+		x->base.flavor->update_call_rcu(&batch->rcu,
+						xh_batch_free_rcu);
 }
 
 static size_t xh_dir_bytes(unsigned int depth)
 {
 	size_t sz = sizeof(struct ct_xdir) +
-		    ((size_t)1 << depth) * sizeof(struct ct_xb *);
+		    ((size_t)1 << depth) * sizeof(struct ct_xseg *);
 
 	return (sz + CT_CACHELINE - 1) & ~(size_t)(CT_CACHELINE - 1);
 }
@@ -201,7 +283,7 @@ static size_t xh_dir_bytes(unsigned int depth)
 /*
  * Large directories come straight from mmap: a large malloc from the heap
  * first consolidates every small chunk freed since the last one (the dead
- * buckets), hundreds of microseconds in the insert that starts a resize.
+ * segments), hundreds of microseconds in the insert that starts a resize.
  * Their pages are faulted in a chunk at a time by the resize steps.
  */
 static bool xh_dir_mapped(unsigned int depth)
@@ -242,8 +324,8 @@ static void xh_dir_free_rcu(struct rcu_head *head)
 	xh_dir_free(conntab_entry(head, struct ct_xdir, rcu));
 }
 
-/* Reader: the bucket the current directory gives for @h. */
-static inline struct ct_xb *xh_bucket_rcu(struct ct_exthash *x, uint32_t h)
+/* Reader: the segment the current directory gives for @h. */
+static inline struct ct_xseg *xh_seg_rcu(struct ct_exthash *x, uint32_t h)
 {
 	/* Pairs with the release publishing the directory and each slot. */
 	struct ct_xdir *d = ct_rcu_deref(x->dir);
@@ -252,19 +334,21 @@ static inline struct ct_xb *xh_bucket_rcu(struct ct_exthash *x, uint32_t h)
 }
 
 /*
- * Reader: find @k (hash @h) starting at bucket @b. Walks @b, then the
- * successor for @h if @b is splitting or merging, and so on (I1, I2): a
- * node moved out of a chain behind the walk was linked into the successor
- * first, and the successor was set before that. Never waits for a writer.
+ * Reader: find @k (hash @h) starting at segment @s. Walks chain idx(h) of
+ * @s, then of the successor for @h if @s is splitting or merging, and so on
+ * (I1, I2): a node moved out of a chain behind the walk was linked into
+ * the successor's chain first, and the successor was set before that.
+ * Never waits for a writer.
  */
-static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xb *b,
+static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 				    uint32_t h, const struct conntab_key *k)
 {
+	const unsigned int i = xh_idx(h);
 	struct conntab_node *n, *end;
-	struct ct_xb *next;
+	struct ct_xseg *next;
 
 	for (;;) {
-		n = ct_chain_scan(&b->head, h, k, &end);
+		n = ct_chain_scan(&s->head[i], h, k, &end);
 		if (n)
 			return n;
 		/*
@@ -272,88 +356,128 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xb *b,
 		 * missed a node because it moved, succ[] (set before) shows.
 		 */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		next = ct_rcu_deref(b->succ[xh_bit(h, b->depth)]);
+		next = ct_rcu_deref(s->succ[xh_bit(h, s->depth)]);
 		if (next) {
-			b = next;
+			s = next;
 			continue;
 		}
-		if (__builtin_expect(end == xh_marker(b), 1))
+		if (__builtin_expect(end == xh_marker(s, i), 1))
 			return NULL;
 		/* A foreign end implies a move, hence succ (I2); be safe. */
-		b = xh_bucket_rcu(x, h);
+		s = xh_seg_rcu(x, h);
 	}
 }
 
 /*
- * Writer: lock and return the live bucket of @h. Caller holds the read
- * lock (I5), so a bucket found dead is still memory we may touch.
+ * Writer: lock and return the live segment of @h. Caller holds the read
+ * lock (I5), so a segment found dead is still memory we may touch.
  */
-static struct ct_xb *xh_lock(struct ct_exthash *x, uint32_t h)
+static struct ct_xseg *xh_lock(struct ct_exthash *x, uint32_t h)
 {
-	struct ct_xb *b;
+	struct ct_xseg *s;
 
 	for (;;) {
-		b = xh_bucket_rcu(x, h);
-		ct_spin_lock(&b->lock);
-		/* I3: the directory already points past a dead bucket. */
-		if (!b->dead)
-			return b;
-		ct_spin_unlock(&b->lock);
+		s = xh_seg_rcu(x, h);
+		ct_spin_lock(&s->lock);
+		/* I3: the directory already points past a dead segment. */
+		if (!s->dead)
+			return s;
+		ct_spin_unlock(&s->lock);
 	}
 }
 
 /*
- * Writer, dir_lock held (I4): point every slot of @b's range at @b, in the
+ * Writer, dir_lock held (I4): point every slot of @s's range at @s, in the
  * current directory and in the filled part of a pending one.
  */
-static void xh_publish(struct ct_exthash *x, struct ct_xb *b)
+static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 {
 	struct ct_xdir *d = x->dir, *p = x->pending;
 	size_t i, lo, hi;
 
-	lo = (size_t)b->prefix << (d->depth - b->depth);
-	hi = (size_t)(b->prefix + 1) << (d->depth - b->depth);
+	lo = (size_t)s->prefix << (d->depth - s->depth);
+	hi = (size_t)(s->prefix + 1) << (d->depth - s->depth);
 	for (i = lo; i < hi; i++)
-		ct_rcu_assign(d->slot[i], b);	/* pairs with xh_bucket_rcu */
+		ct_rcu_assign(d->slot[i], s);	/* pairs with xh_seg_rcu */
 	if (!p)
 		return;
-	/* p is deeper or at least as deep as b (xh_reserve_split). */
-	lo = (size_t)b->prefix << (p->depth - b->depth);
-	hi = (size_t)(b->prefix + 1) << (p->depth - b->depth);
+	/* p is at least as deep as s (xh_reserve_split). */
+	lo = (size_t)s->prefix << (p->depth - s->depth);
+	hi = (size_t)(s->prefix + 1) << (p->depth - s->depth);
 	if (hi > x->fill)
 		hi = x->fill;
 	for (i = lo; i < hi; i++)
-		p->slot[i] = b;		/* p is unpublished: private */
+		p->slot[i] = s;		/* p is unpublished: private */
 }
 
 /*
- * Writer: move every node of @from (locked, dying, succ[] set: I1) to its
- * successor, tail first (I2). While a node is linked in both chains, a
- * reader on @from passes into the successor's chain and then walks the
- * successor itself: it never waits and never misses a node.
+ * Writer: move every node of chain @i of @from (locked, dying, succ[] set:
+ * I1) to chain @i of its successor, tail first (I2). While a node is
+ * linked in both chains, a reader on @from passes into the successor's
+ * chain, ends on a foreign marker and then walks the successor itself: it
+ * never waits and never misses a node.
  */
-static void xh_move_all(struct ct_xb *from)
+static void xh_move_chain(struct ct_xseg *from, unsigned int i)
 {
-	struct conntab_node *const end = xh_marker(from);
+	struct conntab_node *const end = xh_marker(from, i);
 	struct conntab_node **pp, *n;
-	struct ct_xb *to;
+	struct ct_xseg *to;
 
-	while (!ct_is_nulls(from->head)) {
-		for (pp = &from->head; !ct_is_nulls((*pp)->ct_next);
+	while (!ct_is_nulls(from->head[i])) {
+		for (pp = &from->head[i]; !ct_is_nulls((*pp)->ct_next);
 		     pp = &(*pp)->ct_next)
 			;
 		n = *pp;
 		to = from->succ[xh_bit(n->ct_hash, from->depth)];
 		/* n is visible: its new link must be a release (I2). */
-		ct_rcu_assign(n->ct_next, to->head);
-		ct_rcu_assign(to->head, n);
-		/* Only now cut n off; from's chain ends on its marker again. */
+		ct_rcu_assign(n->ct_next, to->head[i]);
+		ct_rcu_assign(to->head[i], n);
+		/* Only now cut n off; the chain ends on its marker again. */
 		ct_rcu_assign(*pp, end);
 		to->count++;
-		to->tw += n->ct_state == CONNTAB_TIMEWAIT;
+		from->count--;
+		if (n->ct_state == CONNTAB_TIMEWAIT) {
+			to->tw++;
+			from->tw--;
+		}
 	}
-	from->count = 0;
-	from->tw = 0;
+}
+
+/*
+ * Writer: move chains [@lo, @hi) of @from to its successors. The nodes are
+ * cold (inserted long ago): prefetching every chain's first node first
+ * overlaps their misses instead of paying them one after another.
+ */
+static void xh_move_chains(struct ct_xseg *from, unsigned int lo,
+			   unsigned int hi)
+{
+	struct conntab_node *n;
+	unsigned int i;
+
+	for (i = lo; i < hi; i++) {
+		n = from->head[i];
+		if (!ct_is_nulls(n))
+			__builtin_prefetch(n, 1);
+	}
+	for (i = lo; i < hi; i++)
+		xh_move_chain(from, i);
+}
+
+/*
+ * Writer, @s locked and alive: the chain that holds hash @h now, and in
+ * *@owner the segment whose counts it carries. While @s splits, chains
+ * already moved live in the children (nobody reaches those but through
+ * @s's lock until they are published); the rest are still @s's.
+ */
+static struct conntab_node **xh_chain_locked(struct ct_xseg *s, uint32_t h,
+					     struct ct_xseg **owner)
+{
+	const unsigned int i = xh_idx(h);
+
+	*owner = s;
+	if (s->splitting && i < s->moved)
+		*owner = s->succ[xh_bit(h, s->depth)];
+	return &(*owner)->head[i];
 }
 
 static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
@@ -382,9 +506,9 @@ static bool xh_shrink_ok(const struct ct_exthash *x)
 }
 
 /*
- * Writer, no bucket lock needed: start filling a directory of @depth (one
- * more or one less than the current), if still wanted. The copy itself is
- * spread over later calls (xh_resize_step).
+ * Writer, no segment lock needed: start filling a directory of @depth
+ * (one more or one less than the current), if still wanted. The copy
+ * itself is spread over later calls (xh_resize_step).
  */
 static void xh_start_resize(struct ct_exthash *x, unsigned int depth)
 {
@@ -403,10 +527,10 @@ static void xh_start_resize(struct ct_exthash *x, unsigned int depth)
 }
 
 /*
- * Writer (read lock held, no bucket lock): copy the next chunk of a
+ * Writer (read lock held, no segment lock): copy the next chunk of a
  * pending directory and publish it once complete (I4). Copying pointers
  * only: doubling maps slot i to old slot i/2, halving to old slot 2i
- * (valid because no bucket uses the old full depth: xh_reserve_split
+ * (valid because no segment uses the old full depth: xh_reserve_split
  * cancels a halving that a split would invalidate).
  */
 static void xh_resize_step(struct ct_exthash *x)
@@ -431,7 +555,7 @@ static void xh_resize_step(struct ct_exthash *x)
 				p->slot[i] = d->slot[i << 1];
 		x->fill = end;
 		if (end == size) {
-			/* Slots written before: pairs with xh_bucket_rcu. */
+			/* Slots written before: pairs with xh_seg_rcu. */
 			ct_rcu_assign(x->dir, p);
 			xh_set_pending(x, NULL);
 			x->dir_resizes++;
@@ -443,9 +567,10 @@ static void xh_resize_step(struct ct_exthash *x)
 }
 
 /*
- * dir_lock held: account a split of a bucket of depth @l if the directory
- * is deep enough. Counting the two children now keeps a halving from
- * making the directory shallower than they are before they are published.
+ * dir_lock held: account a split of a segment of depth @l if the
+ * directory is deep enough. Counting the two children now keeps a halving
+ * from making the directory shallower than they are before they are
+ * published.
  */
 static bool xh_reserve_split(struct ct_exthash *x, unsigned int l)
 {
@@ -465,17 +590,51 @@ static bool xh_reserve_split(struct ct_exthash *x, unsigned int l)
 }
 
 /*
- * Writer: @b is locked and alive and an insert just went into it. Split it
- * if it is overfull. Whatever fails (no memory, directory too shallow), the
- * insert stands and @b merely stays overfull.
+ * Writer, @s locked, alive and splitting: move the next XH_SPLIT_STEP
+ * chains. The call that moves the last publishes the children in the
+ * directory and retires @s (I3, I5).
  */
-static void xh_maybe_split(struct ct_exthash *x, struct ct_xb *b)
+static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 {
-	unsigned int l = b->depth;
-	struct ct_xb *b0, *b1;
+	unsigned int lo = s->moved, hi = lo + XH_SPLIT_STEP;
+	struct ct_xseg *batch;
+
+	if (hi > XH_HEADS)
+		hi = XH_HEADS;
+	xh_move_chains(s, lo, hi);
+	s->moved = hi;
+	if (hi < XH_HEADS)
+		return;
+	/*
+	 * Nobody else can reach the children for writing before this
+	 * publish: writers come through the directory, or through s's lock,
+	 * which we hold.
+	 */
+	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
+	xh_publish(x, s->succ[0]);
+	xh_publish(x, s->succ[1]);
+	x->splits++;
+	s->dead = 1;	/* I3 */
+	/* We hold the read lock: s stays valid until we unlock it. */
+	batch = xh_retire_locked(x, s);
+	ct_spin_unlock(&x->dir_lock);
+	xh_retire_batch(x, batch);
+}
+
+/*
+ * Writer: @s is locked and alive, not splitting, and an insert just went
+ * into it. Start splitting it if it is overfull: allocate and announce the
+ * children, and move the first chains; later writer calls on @s move the
+ * rest (xh_split_step). Whatever fails (no memory, directory too shallow),
+ * the insert stands and @s merely stays overfull.
+ */
+static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s)
+{
+	unsigned int l = s->depth;
+	struct ct_xseg *s0, *s1;
 	bool ok, grow;
 
-	if (b->count <= XH_SPLIT || l >= XH_MAX_DEPTH)
+	if (s->count <= XH_SPLIT || l >= XH_MAX_DEPTH)
 		return;
 	if (l >= ct_rcu_deref(x->dir)->depth) {
 		/* Needs a deeper directory: start one, split later. */
@@ -488,74 +647,77 @@ static void xh_maybe_split(struct ct_exthash *x, struct ct_xb *b)
 			xh_start_resize(x, l + 1);
 		return;
 	}
-	b0 = xh_bucket_new(l + 1, b->prefix << 1);
-	b1 = xh_bucket_new(l + 1, b->prefix << 1 | 1);
-	if (!b0 || !b1)
+	s0 = xh_seg_new(l + 1, s->prefix << 1);
+	s1 = xh_seg_new(l + 1, s->prefix << 1 | 1);
+	if (!s0 || !s1)
 		goto out_free;
-	ct_spin_lock(&x->dir_lock);	/* I6: after the bucket lock */
+	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
 	ok = xh_reserve_split(x, l);
 	ct_spin_unlock(&x->dir_lock);
 	if (!ok)
 		goto out_free;
 	/* I1: initialised children, set before the first node moves. */
-	ct_rcu_assign(b->succ[0], b0);
-	ct_rcu_assign(b->succ[1], b1);
-	xh_move_all(b);
+	ct_rcu_assign(s->succ[0], s0);
+	ct_rcu_assign(s->succ[1], s1);
+	s->splitting = 1;
+	s->moved = 0;
 	/*
-	 * Nobody else can reach b0/b1 for writing before this publish: writers
-	 * come through the directory, or through b's lock, which we hold.
+	 * No chain moves yet: this call may have faulted in fresh memory for
+	 * the children; the moves go to the next calls, not on top of it.
 	 */
-	ct_spin_lock(&x->dir_lock);
-	xh_publish(x, b0);
-	xh_publish(x, b1);
-	x->splits++;
-	ct_spin_unlock(&x->dir_lock);
-	b->dead = 1;	/* I3 */
-	/* We hold the read lock: b stays valid until we unlock it. */
-	x->base.flavor->update_call_rcu(&b->rcu, xh_bucket_free_rcu);
 	return;
 out_free:
-	xh_bucket_free(b0);
-	xh_bucket_free(b1);
+	xh_seg_free(s0);
+	xh_seg_free(s1);
+}
+
+/* Writer, @s locked and alive, after a change: advance or start a split. */
+static void xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
+			   const struct ct_delta *d)
+{
+	if (s->splitting)
+		xh_split_step(x, s);
+	else if (d->entries > 0)
+		xh_maybe_split(x, s);
 }
 
 /*
- * Writer: @b is locked and alive and a remove just went out of it. Merge
- * it with its buddy if both are light. Returns the merged bucket, locked,
- * with @b unlocked (the caller may try again one level up), or NULL with
- * @b still locked. *@halve is set when the directory may now halve.
+ * Writer: @s is locked and alive and a remove just went out of it. Merge
+ * it with its buddy if both are light. Returns the merged segment, locked,
+ * with @s unlocked (the caller may try again one level up), or NULL with
+ * @s still locked. *@halve is set when the directory may now halve.
  */
-static struct ct_xb *xh_merge_once(struct ct_exthash *x, struct ct_xb *b,
-				   bool *halve)
+static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
+				     bool *halve)
 {
-	unsigned int l = b->depth;
+	struct ct_xseg *o, *m, *batch, *batch2;
+	unsigned int l = s->depth;
 	struct ct_xdir *d;
-	struct ct_xb *o, *m;
 
-	if (!l || b->count > XH_MERGE)
+	if (!l || s->splitting || s->count > XH_MERGE)
 		return NULL;
 	d = ct_rcu_deref(x->dir);
 	if (l > d->depth)
 		return NULL;
-	o = ct_rcu_deref(d->slot[(size_t)(b->prefix ^ 1) << (d->depth - l)]);
+	o = ct_rcu_deref(d->slot[(size_t)(s->prefix ^ 1) << (d->depth - l)]);
 	/* I6: the buddy is only try-locked, so any order is deadlock-free. */
-	if (o == b || !ct_spin_trylock(&o->lock))
+	if (o == s || !ct_spin_trylock(&o->lock))
 		return NULL;
-	if (o->dead || o->depth != l || o->prefix != (b->prefix ^ 1) ||
-	    b->count + o->count > XH_MERGE)
+	if (o->dead || o->splitting || o->depth != l ||
+	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE)
 		goto out_unlock;
-	m = xh_bucket_new(l - 1, b->prefix >> 1);
+	m = xh_seg_new(l - 1, s->prefix >> 1);
 	if (!m)
 		goto out_unlock;
 	/* Unreachable for writers until published; locked for our caller. */
 	ct_spin_lock(&m->lock);
 	/* I1: both halves lead to m before any node moves. */
-	ct_rcu_assign(b->succ[0], m);
-	ct_rcu_assign(b->succ[1], m);
+	ct_rcu_assign(s->succ[0], m);
+	ct_rcu_assign(s->succ[1], m);
 	ct_rcu_assign(o->succ[0], m);
 	ct_rcu_assign(o->succ[1], m);
-	xh_move_all(b);
-	xh_move_all(o);
+	xh_move_chains(s, 0, XH_HEADS);
+	xh_move_chains(o, 0, XH_HEADS);
 	ct_spin_lock(&x->dir_lock);
 	xh_publish(x, m);
 	x->nd[l] -= 2;
@@ -563,30 +725,32 @@ static struct ct_xb *xh_merge_once(struct ct_exthash *x, struct ct_xb *b,
 	x->nb--;
 	x->merges++;
 	*halve = *halve || xh_shrink_ok(x);
-	ct_spin_unlock(&x->dir_lock);
-	b->dead = 1;	/* I3 */
+	s->dead = 1;	/* I3 */
 	o->dead = 1;
+	/* Still under our read lock: s and o stay valid until we leave it. */
+	batch = xh_retire_locked(x, s);
+	batch2 = xh_retire_locked(x, o);
+	ct_spin_unlock(&x->dir_lock);
 	ct_spin_unlock(&o->lock);
-	ct_spin_unlock(&b->lock);
-	/* Still under our read lock: b and o stay valid until we leave it. */
-	x->base.flavor->update_call_rcu(&b->rcu, xh_bucket_free_rcu);
-	x->base.flavor->update_call_rcu(&o->rcu, xh_bucket_free_rcu);
+	ct_spin_unlock(&s->lock);
+	xh_retire_batch(x, batch);
+	xh_retire_batch(x, batch2);
 	return m;
 out_unlock:
 	ct_spin_unlock(&o->lock);
 	return NULL;
 }
 
-/* Writer: unlock @b after a remove, merging upwards while it is light. */
-static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xb *b)
+/* Writer: unlock @s after a remove, merging upwards while it is light. */
+static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
 {
 	bool halve = false;
-	struct ct_xb *m;
+	struct ct_xseg *m;
 	unsigned int d;
 
-	while ((m = xh_merge_once(x, b, &halve)))
-		b = m;
-	ct_spin_unlock(&b->lock);
+	while ((m = xh_merge_once(x, s, &halve)))
+		s = m;
+	ct_spin_unlock(&s->lock);
 	if (halve) {
 		d = ct_rcu_deref(x->dir)->depth;
 		if (d)
@@ -599,11 +763,11 @@ static struct conntab *xh_create(const struct conntab *tmpl,
 {
 	unsigned int depth = 0;
 	struct ct_exthash *x;
-	size_t i, nb;
+	size_t i = 0, nb;
 
-	/* Start at ~XH_TARGET nodes per bucket for the hint; 1 bucket for 0. */
+	/* Start at <= 1 node per chain for the hint; 1 segment for 0. */
 	while (depth < XH_MAX_DEPTH - 4 &&
-	       ((size_t)XH_TARGET << depth) < cfg->expected)
+	       ((size_t)XH_HEADS << depth) < cfg->expected)
 		depth++;
 	nb = (size_t)1 << depth;
 	x = aligned_alloc(CT_CACHELINE, sizeof(*x));
@@ -615,7 +779,7 @@ static struct conntab *xh_create(const struct conntab *tmpl,
 	if (!x->dir)
 		goto nomem;
 	for (i = 0; i < nb; i++) {
-		x->dir->slot[i] = xh_bucket_new(depth, (uint32_t)i);
+		x->dir->slot[i] = xh_seg_new(depth, (uint32_t)i);
 		if (!x->dir->slot[i])
 			goto nomem;
 	}
@@ -625,7 +789,7 @@ static struct conntab *xh_create(const struct conntab *tmpl,
 nomem:
 	if (x && x->dir) {
 		while (i--)
-			xh_bucket_free(x->dir->slot[i]);
+			xh_seg_free(x->dir->slot[i]);
 		xh_dir_free(x->dir);
 	}
 	free(x);
@@ -633,31 +797,53 @@ nomem:
 	return NULL;
 }
 
-/* No users left: the current directory points at live buckets only (I3). */
+/* Free @s and, if it was splitting, its children, releasing every node. */
+static void xh_seg_release(struct ct_xseg *s,
+			   void (*release)(struct conntab_node *))
+{
+	unsigned int c;
+
+	if (s->splitting)
+		for (c = 0; c < 2; c++) {
+			ct_heads_release(s->succ[c]->head, XH_HEADS, release);
+			xh_seg_free(s->succ[c]);
+		}
+	ct_heads_release(s->head, XH_HEADS, release);
+	xh_seg_free(s);
+}
+
+/*
+ * No users left: the current directory points at live segments only (I3),
+ * and the children of a split in progress only through their parent.
+ */
 static void xh_destroy(struct conntab *t,
 		       void (*release)(struct conntab_node *))
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_xdir *d = x->dir;
-	struct ct_xb *b;
+	struct ct_xseg *s;
 	size_t i = 0, size = (size_t)1 << d->depth;
 
 	while (i < size) {
-		b = d->slot[i];
-		i = (size_t)(b->prefix + 1) << (d->depth - b->depth);
-		ct_heads_release(&b->head, 1, release);
-		xh_bucket_free(b);
+		s = d->slot[i];
+		i = (size_t)(s->prefix + 1) << (d->depth - s->depth);
+		xh_seg_release(s, release);
+	}
+	/* Retired segments: no reader is left to wait for. */
+	while ((s = x->retired)) {
+		x->retired = s->retired;
+		xh_seg_free(s);
 	}
 	xh_dir_free(x->pending);
 	xh_dir_free(d);
 	free(x);
 }
 
-/* Apply a chain operation's counts to its bucket (bucket locked). */
-static void xh_apply(struct ct_xb *b, const struct ct_delta *d)
+/* Apply a chain operation's counts to its segment (segment locked). */
+static void xh_apply(struct ct_xseg *s, const struct ct_delta *d)
 {
-	b->count += (uint32_t)d->entries;
-	b->tw += (uint32_t)d->timewait;
+	s->count += (uint32_t)d->entries;
+	s->tw += (uint32_t)d->timewait;
 }
 
 static int xh_insert(struct conntab *t, struct conntab_node *n,
@@ -665,84 +851,84 @@ static int xh_insert(struct conntab *t, struct conntab_node *n,
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
-	struct ct_xb *b;
+	struct conntab_node **head;
+	struct ct_xseg *s, *o;
 	int err;
 
 	xh_read_lock(x);	/* I5 */
-	b = xh_lock(x, n->ct_hash);
-	err = ct_chain_insert_locked(t, &b->head, n, recycled, &d);
-	xh_apply(b, &d);
-	if (d.entries)
-		xh_maybe_split(x, b);
-	ct_spin_unlock(&b->lock);
+	s = xh_lock(x, n->ct_hash);
+	head = xh_chain_locked(s, n->ct_hash, &o);
+	err = ct_chain_insert_locked(t, head, n, recycled, &d);
+	xh_apply(o, &d);
+	xh_grow_locked(x, s, &d);
+	ct_spin_unlock(&s->lock);
 	xh_resize_step(x);
 	xh_read_unlock(x);
 	return err;
 }
 
+/* Batch steps (lib/batch.h); the directory is small and mostly cached. */
+static inline void xh_prefetch_head(struct conntab *t, uint32_t h)
+{
+	__builtin_prefetch(&xh_seg_rcu(ct_exthash(t), h)->head[xh_idx(h)]);
+}
+
+static inline void xh_prefetch_first(struct conntab *t, uint32_t h)
+{
+	struct ct_xseg *s = xh_seg_rcu(ct_exthash(t), h);
+	struct conntab_node *first = ct_rcu_deref(s->head[xh_idx(h)]);
+
+	if (!ct_is_nulls(first))
+		__builtin_prefetch(first);
+}
+
+static inline struct conntab_node *xh_find_hashed(struct conntab *t,
+						  uint32_t h,
+						  const struct conntab_key *k)
+{
+	struct ct_exthash *x = ct_exthash(t);
+
+	return xh_find(x, xh_seg_rcu(x, h), h, k);
+}
+
 static struct conntab_node *xh_lookup(struct conntab *t,
 				      const struct conntab_key *k)
 {
-	struct ct_exthash *x = ct_exthash(t);
-	uint32_t h = ct_hash_key(&t->secret, k);
-
-	return xh_find(x, xh_bucket_rcu(x, h), h, k);
+	return xh_find_hashed(t, ct_hash_key(&t->secret, k), k);
 }
-
-/*
- * Batches overlap the misses of a group in four passes: directory slot,
- * bucket line, first node, then the walks, which mostly hit.
- */
-#define XH_BATCH	16
 
 static size_t xh_lookup_batch(struct conntab *t, const struct conntab_key *keys,
 			      struct conntab_node **out, size_t n)
 {
-	struct ct_exthash *x = ct_exthash(t);
-	struct ct_xdir *d = ct_rcu_deref(x->dir);
-	struct ct_xb *b[XH_BATCH];
-	uint32_t h[XH_BATCH];
-	size_t base, i, m, found = 0;
-
-	for (base = 0; base < n; base += m) {
-		m = n - base < XH_BATCH ? n - base : XH_BATCH;
-		for (i = 0; i < m; i++) {
-			h[i] = ct_hash_key(&t->secret, &keys[base + i]);
-			__builtin_prefetch(&d->slot[xh_slot(d->depth, h[i])]);
-		}
-		for (i = 0; i < m; i++) {
-			b[i] = ct_rcu_deref(d->slot[xh_slot(d->depth, h[i])]);
-			__builtin_prefetch(b[i]);
-		}
-		for (i = 0; i < m; i++) {
-			struct conntab_node *first = ct_rcu_deref(b[i]->head);
-
-			if (!ct_is_nulls(first))
-				__builtin_prefetch(first);
-		}
-		for (i = 0; i < m; i++) {
-			out[base + i] = xh_find(x, b[i], h[i], &keys[base + i]);
-			found += out[base + i] != NULL;
-		}
-	}
-	return found;
+	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
+		.bucket	= xh_prefetch_head,
+		.first	= xh_prefetch_first,
+		.find	= xh_find_hashed,
+	});
 }
 
 static int xh_remove(struct conntab *t, struct conntab_node *n)
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
-	struct ct_xb *b;
+	struct conntab_node **head;
+	struct ct_xseg *s, *o;
 	int err;
 
 	xh_read_lock(x);
-	b = xh_lock(x, n->ct_hash);
-	err = ct_chain_remove_locked(t, &b->head, n, &d);
-	xh_apply(b, &d);
-	if (!err)
-		xh_unlock_shrink(x, b);
-	else
-		ct_spin_unlock(&b->lock);
+	s = xh_lock(x, n->ct_hash);
+	head = xh_chain_locked(s, n->ct_hash, &o);
+	err = ct_chain_remove_locked(t, head, n, &d);
+	xh_apply(o, &d);
+	if (s->splitting) {
+		/* A split in progress is finished before any merge. */
+		xh_split_step(x, s);
+		ct_spin_unlock(&s->lock);
+	} else if (!err) {
+		xh_unlock_shrink(x, s);
+	} else {
+		ct_spin_unlock(&s->lock);
+	}
 	xh_resize_step(x);
 	xh_read_unlock(x);
 	return err;
@@ -753,14 +939,16 @@ static int xh_timewait(struct conntab *t, struct conntab_node *est,
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
-	struct ct_xb *b;
+	struct conntab_node **head;
+	struct ct_xseg *s, *o;
 	int err;
 
 	xh_read_lock(x);
-	b = xh_lock(x, est->ct_hash);
-	err = ct_chain_timewait_locked(t, &b->head, est, tw, &d);
-	xh_apply(b, &d);
-	ct_spin_unlock(&b->lock);
+	s = xh_lock(x, est->ct_hash);
+	head = xh_chain_locked(s, est->ct_hash, &o);
+	err = ct_chain_timewait_locked(t, head, est, tw, &d);
+	xh_apply(o, &d);
+	ct_spin_unlock(&s->lock);
 	xh_read_unlock(x);
 	return err;
 }
@@ -768,40 +956,46 @@ static int xh_timewait(struct conntab *t, struct conntab_node *est,
 /*
  * Walker: offer to @sel every node present throughout with its hash in
  * [@r, *@hi) (with strays, which the caller drops). Same path as a lookup
- * of hash @r (xh_find): the bucket, then its successors for @r. By the
- * lookup argument (I2) the union of the passes holds every such node of a
- * key whose lookup takes this same path: the keys in the range of EVERY
- * bucket on it, so *@hi is the least range end on the path (a merged
- * bucket's range also covers its dying buddy, whose nodes may not all be
- * in it yet). A node seen in a dying bucket and again in its successor is
- * kept once by the selection.
+ * of hash @r (xh_find): the segment, then its successors for @r, every
+ * chain of each. By the lookup argument (I2) the union of the passes holds
+ * every such node of a key whose lookup takes this same path: the keys in
+ * the range of EVERY segment on it, so *@hi is the least range end on the
+ * path (a merged segment's range also covers its dying buddy, whose nodes
+ * may not all be in it yet). A node seen in a dying segment and again in
+ * its successor is kept once by the selection.
  */
 static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 			struct ct_walk_sel *sel, uint64_t *hi)
 {
-	struct ct_xb *b = xh_bucket_rcu(x, r), *next;
+	struct ct_xseg *s = xh_seg_rcu(x, r), *next;
 	struct conntab_node *n;
+	bool foreign;
+	unsigned int i;
 
 	sel->len = 0;
-	*hi = xh_end(b);
+	*hi = xh_end(s);
 	for (;;) {
-		for (n = ct_rcu_deref(b->head); !ct_is_nulls(n);
-		     n = ct_rcu_deref(n->ct_next))
-			if (n->ct_hash >= r)
-				ct_walk_sel_offer(sel, n);
+		foreign = false;
+		for (i = 0; i < XH_HEADS; i++) {
+			for (n = ct_rcu_deref(s->head[i]); !ct_is_nulls(n);
+			     n = ct_rcu_deref(n->ct_next))
+				if (n->ct_hash >= r)
+					ct_walk_sel_offer(sel, n);
+			foreign |= n != xh_marker(s, i);
+		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as xh_find */
-		next = ct_rcu_deref(b->succ[xh_bit(r, b->depth)]);
+		next = ct_rcu_deref(s->succ[xh_bit(r, s->depth)]);
 		if (next) {
-			b = next;
-			if (xh_end(b) < *hi)
-				*hi = xh_end(b);
+			s = next;
+			if (xh_end(s) < *hi)
+				*hi = xh_end(s);
 			continue;
 		}
-		if (n == xh_marker(b))
+		if (!foreign)
 			break;
 		/* Unreachable (I2); start over from the directory. */
-		b = xh_bucket_rcu(x, r);
-		*hi = xh_end(b);
+		s = xh_seg_rcu(x, r);
+		*hi = xh_end(s);
 		sel->len = 0;
 	}
 	/* Nodes at or above the range end belong to a later step. */
@@ -812,7 +1006,7 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 /*
  * Exactly once, and without allocating (walk.h): the walk visits the nodes
  * in increasing (hash, address) order, a cursor marking the last one
- * visited. Each step snapshots the buckets covering the cursor's hash r
+ * visited. Each step snapshots the segments covering the cursor's hash r
  * (as above) and selects the CT_WALK_BATCH smallest nodes above the cursor
  * with hash in [r, hi); fn runs on them with no lock held and on no live
  * chain, so it may remove or time-wait its node. A step that selected
@@ -853,32 +1047,57 @@ static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 	return 0;
 }
 
+/* Longest chain a lookup of chain @i of @s (locked) walks. */
+static size_t xh_chain_walked(struct ct_xseg *s, unsigned int i)
+{
+	size_t len = ct_chain_len(&s->head[i]), c0, c1;
+
+	if (!s->splitting)
+		return len;
+	c0 = ct_chain_len(&s->succ[0]->head[i]);
+	c1 = ct_chain_len(&s->succ[1]->head[i]);
+	return len + (c0 > c1 ? c0 : c1);
+}
+
 static void xh_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	size_t dirbytes;
-	struct ct_xb *b;
+	size_t dirbytes, len, segs = 0;	/* dirbytes: all but live segments */
+	struct ct_xseg *s;
 	uint64_t r = 0;
+	unsigned int i, c;
 
-	xh_read_lock(x);	/* I5: buckets stay valid while we visit them */
+	xh_read_lock(x);	/* I5: segments stay valid while we visit them */
 	while (r <= UINT32_MAX) {
-		b = xh_lock(x, (uint32_t)r);
-		st->entries += b->count;
-		st->timewait += b->tw;
-		if (b->count > st->max_depth)
-			st->max_depth = b->count;
-		st->buckets++;
-		r = xh_end(b);
-		ct_spin_unlock(&b->lock);
+		s = xh_lock(x, (uint32_t)r);
+		st->entries += s->count;
+		st->timewait += s->tw;
+		segs++;
+		if (s->splitting)
+			for (c = 0; c < 2; c++) {
+				st->entries += s->succ[c]->count;
+				st->timewait += s->succ[c]->tw;
+				segs++;
+			}
+		for (i = 0; i < XH_HEADS; i++) {
+			len = xh_chain_walked(s, i);
+			if (len > st->max_depth)
+				st->max_depth = len;
+		}
+		r = xh_end(s);
+		ct_spin_unlock(&s->lock);
 	}
 	ct_spin_lock(&x->dir_lock);
 	dirbytes = xh_dir_bytes(x->dir->depth);
 	if (x->pending)
 		dirbytes += xh_dir_bytes(x->pending->depth);
+	/* Retired segments are still ours until their batch is freed. */
+	dirbytes += x->nretired * sizeof(struct ct_xseg);
 	st->resizes = x->splits + x->merges;
 	ct_spin_unlock(&x->dir_lock);
 	xh_read_unlock(x);
-	st->memory = sizeof(*x) + st->buckets * sizeof(struct ct_xb) + dirbytes;
+	st->buckets = segs * XH_HEADS;
+	st->memory = sizeof(*x) + segs * sizeof(struct ct_xseg) + dirbytes;
 }
 
 const struct conntab_ops ct_exthash_ops = {
