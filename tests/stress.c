@@ -45,7 +45,7 @@
 
 #define MAX_THREADS	64
 #define BATCH		16
-#define NGROW		4096
+#define NGROW		16384
 
 #define IS_FIXED(id)	((id) % 4 == 0)
 #define IS_CHURN(id)	((id) % 2 == 1)
