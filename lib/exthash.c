@@ -86,7 +86,7 @@
  * spread over XH_HEADS / XH_SPLIT_STEP writer calls on the segment, so no
  * insert pays for more than ~1.5 x XH_SPLIT_STEP cold nodes.
  */
-#define XH_SPLIT_STEP	16
+#define XH_SPLIT_STEP	8
 /*
  * Dead segments go to call_rcu in batches, through the rcu_head of one of
  * them: one batch per 1/8 of the live segments, between these bounds, so
