@@ -378,6 +378,12 @@ static struct ct_xseg *xh_lock(struct ct_exthash *x, uint32_t h)
 
 	for (;;) {
 		s = xh_seg_rcu(x, h);
+		/*
+		 * The lock is on the header line, the chain on another: the
+		 * locked exchange would stall any later load, so start the
+		 * head's miss first and let the two overlap.
+		 */
+		__builtin_prefetch(&s->head[xh_idx(h)], 1);
 		ct_spin_lock(&s->lock);
 		/* I3: the directory already points past a dead segment. */
 		if (!s->dead)
