@@ -19,8 +19,10 @@
  * for a smaller --n): an attack key costs about B SipHash trials for B
  * buckets, so a table of the run's N would take minutes to attack. The
  * bucket is picked from the low bits of the hash for the tables that index
- * by them (chained, split, lfht, plain) and from the top bits for exthash,
- * whose directory takes the top bits. trie hashes nothing and ck_ht
+ * by them (chained, split, lfht, plain); for exthash, whose directory takes
+ * the top bits and whose segments pick one of 64 chains by the low 6, the
+ * same number of bits is split between the two: one chain of one segment
+ * of the table's size. trie hashes nothing and ck_ht
  * probes with a 64-bit hash of its own width: neither is measured here.
  */
 #include "config.h"
@@ -55,9 +57,13 @@ static bool by_top_bits(const struct bench_impl *im)
 	return im->backend == CONNTAB_EXTHASH && (im->flags & BI_CONNTAB);
 }
 
+/* exthash: chains per segment, indexed by the hash's low bits. */
+#define B_FLOOD_XH_SHIFT	6
+
 /*
  * @na keys toward 192.0.2.1:443 whose hash under the all-zero secret has
- * its low (or, @top, its top) @bits bits zero: one bucket of 2^bits.
+ * its low @bits bits zero: one bucket of 2^bits; or, @top, its top
+ * @bits - 6 and low 6 bits: one chain of exthash's 2^(bits - 6) segments.
  */
 static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 			bool top, uint64_t seed)
@@ -67,8 +73,10 @@ static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 	uint64_t rng = seed;
 	size_t n = 0;
 
-	if (top)
-		mask <<= 32 - bits;
+	if (top && bits > B_FLOOD_XH_SHIFT)
+		mask = (uint32_t)((1ull << (bits - B_FLOOD_XH_SHIFT)) - 1)
+			       << (32 - bits + B_FLOOD_XH_SHIFT) |
+		       ((1u << B_FLOOD_XH_SHIFT) - 1);
 	while (n < na) {
 		struct conntab_key k;
 		uint64_t r = b_rand(&rng);
@@ -177,7 +185,7 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 	}
 	for (c = 0; c < 2; c++) {
 		b_progress("flood: %zu attack keys, %s bits", na,
-			   c ? "top" : "low");
+			   c ? "top and low" : "low");
 		atk[c] = b_alloc(na * sizeof(*atk[c]));
 		order[c] = b_alloc(na * sizeof(*order[c]));
 		attack_keys(atk[c], na, bits, c, b_opts.seed + c);
