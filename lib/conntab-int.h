@@ -83,6 +83,9 @@ struct conntab_ops {
 	int (*walk)(struct conntab *t, int state, ct_walk_fn fn, void *arg);
 	/* Fill every field of @st. */
 	void (*stats)(struct conntab *t, struct conntab_stats *st);
+	/* Optional: resize counters (@rs zeroed by the front end). */
+	void (*resize_stats)(struct conntab *t,
+			     struct conntab_resize_stats *rs);
 	/*
 	 * Optional: call @fn for every node whose canonical key string
 	 * (lib/key.h) agrees with @s in its first @bits bits, at a cost

@@ -274,6 +274,17 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 		t->ops->stats(t, st);
 }
 
+CONNTAB_API int conntab_resize_stats(struct conntab *t,
+				     struct conntab_resize_stats *rs)
+{
+	if (!t || !rs)
+		return -EINVAL;
+	memset(rs, 0, sizeof(*rs));
+	if (t->ops->resize_stats)
+		t->ops->resize_stats(t, rs);
+	return 0;
+}
+
 /* conntab_walk_prefix() over a backend without ops->walk_prefix. */
 struct ct_prefix_filter {
 	uint8_t s[CT_KEY_STR_BUF];

@@ -147,7 +147,7 @@ struct ct_exthash {
 	size_t fill;			/* slots of pending filled */
 	size_t nb;			/* live segments */
 	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
-	size_t splits, merges, dir_resizes;
+	size_t splits, merges, dir_resizes, splitting;
 	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
 	unsigned int nretired;
 };
@@ -592,6 +592,7 @@ static bool xh_reserve_split(struct ct_exthash *x, unsigned int l)
 	x->nd[l]--;
 	x->nd[l + 1] += 2;
 	x->nb++;
+	x->splitting++;
 	return true;
 }
 
@@ -620,6 +621,7 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	xh_publish(x, s->succ[0]);
 	xh_publish(x, s->succ[1]);
 	x->splits++;
+	x->splitting--;
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
 	batch = xh_retire_locked(x, s);
@@ -1106,6 +1108,23 @@ static void xh_stats(struct conntab *t, struct conntab_stats *st)
 	st->memory = sizeof(*x) + segs * sizeof(struct ct_xseg) + dirbytes;
 }
 
+/*
+ * Counters kept under dir_lock. No read lock: x->dir is only read for its
+ * depth under dir_lock, which a directory swap also holds, so it is alive.
+ */
+static void xh_resize_stats(struct conntab *t, struct conntab_resize_stats *rs)
+{
+	struct ct_exthash *x = ct_exthash(t);
+
+	ct_spin_lock(&x->dir_lock);
+	rs->splits = x->splits;
+	rs->merges = x->merges;
+	rs->dir_slots = (size_t)1 << x->dir->depth;
+	rs->dir_resizes = x->dir_resizes;
+	rs->in_progress = x->splitting;
+	ct_spin_unlock(&x->dir_lock);
+}
+
 const struct conntab_ops ct_exthash_ops = {
 	.create		= xh_create,
 	.destroy	= xh_destroy,
@@ -1116,4 +1135,5 @@ const struct conntab_ops ct_exthash_ops = {
 	.timewait	= xh_timewait,
 	.walk		= xh_walk,
 	.stats		= xh_stats,
+	.resize_stats	= xh_resize_stats,
 };

@@ -702,6 +702,57 @@ START_TEST(writers_in_read_section)
 }
 END_TEST
 
+/*
+ * conntab_resize_stats(): -EINVAL for NULL; zeros for the backends that
+ * never resize; for exthash, grown from one segment, a breakdown that
+ * adds up to conntab_stats().resizes.
+ */
+START_TEST(resize_stats)
+{
+	enum { N = 5000 };
+	struct conntab *t = t_table(B, 0, 0);
+	struct tconn *c = calloc(N, sizeof(*c));
+	struct conntab_resize_stats rs;
+	struct conntab_stats st;
+	struct conntab_key k;
+	size_t i;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(conntab_resize_stats(NULL, &rs), -EINVAL);
+	ck_assert_int_eq(conntab_resize_stats(t, NULL), -EINVAL);
+	t_conns_init(c, N);
+	for (i = 0; i < N; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+	}
+	memset(&rs, 0xff, sizeof(rs));
+	ck_assert_int_eq(conntab_resize_stats(t, &rs), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(rs.splits + rs.merges, st.resizes);
+	if (B == CONNTAB_EXTHASH) {
+		ck_assert_uint_gt(rs.splits, 0);
+		ck_assert_uint_gt(rs.dir_slots, 1);
+		ck_assert_uint_gt(rs.dir_resizes, 0);
+	} else {
+		ck_assert_uint_eq(rs.splits, 0);
+		ck_assert_uint_eq(rs.merges, 0);
+		ck_assert_uint_eq(rs.dir_slots, 0);
+		ck_assert_uint_eq(rs.dir_resizes, 0);
+		ck_assert_uint_eq(rs.in_progress, 0);
+	}
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	ck_assert_int_eq(conntab_resize_stats(t, &rs), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(rs.splits + rs.merges, st.resizes);
+	if (B == CONNTAB_EXTHASH)
+		ck_assert_uint_gt(rs.merges, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();	/* c[] was in the table: no grace owed after */
+	free(c);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const per_backend[] = {
@@ -711,7 +762,7 @@ int main(void)
 		lookup_null, lookup_batch,
 		remove_errors, remove_many,
 		timewait_in_place, timewait_separate, timewait_errors,
-		writers_in_read_section,
+		writers_in_read_section, resize_stats,
 	};
 	Suite *s = suite_create("contract");
 	TCase *tc = tcase_create("common");

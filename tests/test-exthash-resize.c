@@ -268,6 +268,7 @@ static void test_grow_shrink(unsigned long n)
 {
 	struct reader_stats rs[2] = { { 0 } };
 	struct conntab_stats st, peak;
+	struct conntab_resize_stats rpeak, rs2;
 	pthread_t th[2];
 	unsigned long i, keep = n / 64;
 	double t0, t1, t2;
@@ -294,6 +295,10 @@ static void test_grow_shrink(unsigned long n)
 	t1 = now();
 	conntab_stats(gt, &peak);
 	CHECK(peak.entries == n);
+	/* The breakdown: splits only so far, a directory that doubled. */
+	CHECK(conntab_resize_stats(gt, &rpeak) == 0);
+	CHECK(rpeak.splits > 0 && rpeak.splits + rpeak.merges == peak.resizes);
+	CHECK(rpeak.dir_slots > 1 && rpeak.dir_resizes > 0);
 
 	/* Shrink: remove all but the last 1/64, lowest first. */
 	for (i = 0; i < n - keep; i++) {
@@ -320,6 +325,17 @@ static void test_grow_shrink(unsigned long n)
 	/* It merged: resizes went on, and far fewer buckets remain. */
 	CHECK(st.resizes > peak.resizes);
 	CHECK(st.buckets * 16 < peak.buckets);
+	/* Merges, and a directory that halved back (hysteresis aside). */
+	CHECK(conntab_resize_stats(gt, &rs2) == 0);
+	printf("resize stats: peak splits %zu merges %zu dir %zu slots (%zu "
+	       "resizes); after shrink splits %zu merges %zu dir %zu slots "
+	       "(%zu resizes), %zu splitting\n", rpeak.splits, rpeak.merges,
+	       rpeak.dir_slots, rpeak.dir_resizes, rs2.splits, rs2.merges,
+	       rs2.dir_slots, rs2.dir_resizes, rs2.in_progress);
+	CHECK(rs2.splits >= rpeak.splits && rs2.merges > rpeak.merges);
+	CHECK(rs2.splits + rs2.merges == st.resizes);
+	CHECK(rs2.dir_slots < rpeak.dir_slots);
+	CHECK(rs2.dir_resizes > rpeak.dir_resizes);
 
 	rcu_read_lock();
 	for (i = n - keep; i < n; i++)

@@ -128,6 +128,19 @@ struct conntab_stats {
 	size_t resizes;		/**< completed online resizes */
 };
 
+/**
+ * The online resizes of a table, broken down; filled by
+ * conntab_resize_stats(). Backends that do not resize (chained, split,
+ * trie) report zeros.
+ */
+struct conntab_resize_stats {
+	size_t splits;		/**< completed splits (exthash: segments split in two) */
+	size_t merges;		/**< completed merges (exthash: buddy segments joined) */
+	size_t dir_slots;	/**< directory size in slots now (0 without a directory) */
+	size_t dir_resizes;	/**< completed directory doublings and halvings */
+	size_t in_progress;	/**< splits started and not yet finished */
+};
+
 /** Opaque table handle. */
 struct conntab;
 
@@ -359,6 +372,17 @@ CONNTAB_API int conntab_walk_prefix(struct conntab *t,
  * @param st filled in (zeroed for a NULL @p t)
  */
 CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st);
+
+/**
+ * Read the table's resize counters (conntab_stats() reports only their
+ * sum, splits + merges, as resizes). O(1): no scan, no writer waits on it.
+ * Callable from any thread, registered with the flavor or not.
+ * @param t  table
+ * @param rs filled in
+ * @return 0; -EINVAL for NULL arguments
+ */
+CONNTAB_API int conntab_resize_stats(struct conntab *t,
+				     struct conntab_resize_stats *rs);
 
 /**
  * Name of a backend.
