@@ -184,10 +184,15 @@ static inline unsigned int xh_bit(uint32_t h, unsigned int depth)
  * only after its grace period (I5), which a reader that can still see the
  * old segment holds up.
  */
+static inline uintptr_t xh_marker_id(const struct ct_xseg *s, unsigned int i)
+{
+	return (uintptr_t)&s->head[i] / sizeof(s->head[i]);
+}
+
 static inline struct conntab_node *xh_marker(const struct ct_xseg *s,
 					     unsigned int i)
 {
-	return ct_nulls((uintptr_t)&s->head[i] / sizeof(s->head[i]));
+	return ct_nulls(xh_marker_id(s, i));
 }
 
 /* First hash past @s's range (2^32 for the last segment). */
@@ -484,6 +489,20 @@ static struct conntab_node **xh_chain_locked(struct ct_xseg *s, uint32_t h,
 	if (s->splitting && i < s->moved)
 		*owner = s->succ[xh_bit(h, s->depth)];
 	return &(*owner)->head[i];
+}
+
+/*
+ * Writer entry: take the read lock (I5), lock the live segment of @h into
+ * *@s and return the chain that holds @h now, its owner in *@owner. The
+ * caller unlocks *@s, then the read lock.
+ */
+static struct conntab_node **xh_write_begin(struct ct_exthash *x, uint32_t h,
+					    struct ct_xseg **s,
+					    struct ct_xseg **owner)
+{
+	xh_read_lock(x);
+	*s = xh_lock(x, h);
+	return xh_chain_locked(*s, h, owner);
 }
 
 static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
@@ -863,9 +882,7 @@ static int xh_insert(struct conntab *t, struct conntab_node *n,
 	struct ct_xseg *s, *o;
 	int err;
 
-	xh_read_lock(x);	/* I5 */
-	s = xh_lock(x, n->ct_hash);
-	head = xh_chain_locked(s, n->ct_hash, &o);
+	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_insert_locked(t, head, n, recycled, &d);
 	xh_apply(o, &d);
 	xh_grow_locked(x, s, &d);
@@ -923,9 +940,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n)
 	struct ct_xseg *s, *o;
 	int err;
 
-	xh_read_lock(x);
-	s = xh_lock(x, n->ct_hash);
-	head = xh_chain_locked(s, n->ct_hash, &o);
+	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_remove_locked(t, head, n, &d);
 	xh_apply(o, &d);
 	if (s->splitting) {
@@ -951,9 +966,7 @@ static int xh_timewait(struct conntab *t, struct conntab_node *est,
 	struct ct_xseg *s, *o;
 	int err;
 
-	xh_read_lock(x);
-	s = xh_lock(x, est->ct_hash);
-	head = xh_chain_locked(s, est->ct_hash, &o);
+	head = xh_write_begin(x, est->ct_hash, &s, &o);
 	err = ct_chain_timewait_locked(t, head, est, tw, &d);
 	xh_apply(o, &d);
 	ct_spin_unlock(&s->lock);
@@ -976,7 +989,6 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 			struct ct_walk_sel *sel, uint64_t *hi)
 {
 	struct ct_xseg *s = xh_seg_rcu(x, r), *next;
-	struct conntab_node *n;
 	bool foreign;
 	unsigned int i;
 
@@ -984,13 +996,10 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 	*hi = xh_end(s);
 	for (;;) {
 		foreign = false;
-		for (i = 0; i < XH_HEADS; i++) {
-			for (n = ct_rcu_deref(s->head[i]); !ct_is_nulls(n);
-			     n = ct_rcu_deref(n->ct_next))
-				if (n->ct_hash >= r)
-					ct_walk_sel_offer(sel, n);
-			foreign |= n != xh_marker(s, i);
-		}
+		/* The cursor (at or past r) keeps out what lies below r. */
+		for (i = 0; i < XH_HEADS; i++)
+			foreign |= !ct_walk_sel_chain(sel, &s->head[i],
+						      xh_marker_id(s, i));
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as xh_find */
 		next = ct_rcu_deref(s->succ[xh_bit(r, s->depth)]);
 		if (next) {
