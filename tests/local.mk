@@ -90,3 +90,113 @@ tests_test_flavor_bp_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_BP_CFLAGS) \
 	-DT_FLAVOR_BP
 tests_test_flavor_bp_LDADD = lib/libconntab.la $(URCU_BP_LIBS) \
 	$(CHECK_LIBS) $(PTHREAD_LIBS)
+
+# Reliability and security:
+#
+#   tests/test-badinput   bad input test-contract.c leaves out: malformed
+#                      keys in lookups and batches, the same node twice,
+#                      other tables' nodes in recycle and timewait
+#   tests/test-alloc-seq  the n-th allocation failing (alone, or with all
+#                      later ones) over a whole workload: create, growth,
+#                      time-wait, recycle, remove, destroy; run under LSan
+#                      by the sanitizer build
+#   tests/stress       long stress run of every backend: readers, writers,
+#                      time-wait/recycle, resizes, walks; built by
+#                      `make check`, run by `make stress` and .ci/run
+#                      (tests/stress --help for its options)
+
+check_PROGRAMS += tests/test-badinput tests/test-alloc-seq
+TESTS += tests/test-badinput tests/test-alloc-seq
+tests_test_badinput_SOURCES = tests/test-badinput.c $(T_HELPERS)
+tests_test_badinput_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_badinput_LDADD = $(T_MEMB_LDADD)
+
+# Replaces the process's allocator: a program of its own.
+tests_test_alloc_seq_SOURCES = tests/test-alloc-seq.c tests/failalloc.c \
+	tests/failalloc.h $(T_HELPERS)
+tests_test_alloc_seq_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_alloc_seq_LDADD = $(T_MEMB_LDADD) -ldl
+
+check_PROGRAMS += tests/stress
+tests_stress_SOURCES = tests/stress.c $(T_THREADS)
+tests_stress_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_stress_LDADD = $(T_MEMB_LDADD)
+
+# `make stress STRESS_SECONDS=3600` for an hour per backend.
+STRESS_SECONDS = 10
+stress: tests/stress
+	$(AM_V_at)tests/stress --seconds $(STRESS_SECONDS)
+.PHONY: stress
+
+# Fuzzing: tests/fuzz/fuzz-ops.c decodes its input as table operations
+# checked against a model. `make fuzz FUZZ_SECONDS=60` builds it with
+# clang and libFuzzer (outside libtool: tests/fuzz/run.sh) and fuzzes each
+# backend for that long; tests/fuzz-replay, the same harness built with a
+# replay main, runs the committed corpus (tests/fuzz/corpus) and the
+# inputs that once failed (tests/fuzz/regress) in `make check`.
+check_PROGRAMS += tests/fuzz-replay
+TESTS += tests/fuzz-replay
+tests_fuzz_replay_SOURCES = tests/fuzz/fuzz-ops.c
+tests_fuzz_replay_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) -DFUZZ_STANDALONE
+tests_fuzz_replay_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
+
+FUZZ_SECONDS = 60
+fuzz:
+	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(FUZZ_SECONDS) fuzz-work
+.PHONY: fuzz
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf fuzz-work
+.PHONY: clean-fuzz
+
+# Hash flooding: a known secret lets an attacker fill one chain; a random
+# one does not.
+check_PROGRAMS += tests/test-flood
+TESTS += tests/test-flood
+tests_test_flood_SOURCES = tests/test-flood.c
+tests_test_flood_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
+tests_test_flood_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
+
+# Targeted tests of the split backend (the suites above cover every
+# backend).
+SPLIT_TEST_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+
+check_PROGRAMS += tests/test-split-contract
+tests_test_split_contract_SOURCES = tests/test-split-contract.c
+tests_test_split_contract_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_split_contract_LDADD = $(SPLIT_TEST_LDADD)
+
+TESTS += tests/test-split-contract
+
+check_PROGRAMS += tests/test-split-move
+tests_test_split_move_SOURCES = tests/test-split-move.c
+tests_test_split_move_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_split_move_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_split_move_LDADD = $(SPLIT_TEST_LDADD)
+
+TESTS += tests/test-split-move
+
+# CONNTAB_EXTHASH under online resizing: growth and shrinking
+# with readers asserting zero misses, exactly-once walks under splits and
+# merges, allocation failure during growth. The contract suite covers the
+# rest of the API for every backend.
+check_PROGRAMS += tests/test-exthash-resize
+TESTS += tests/test-exthash-resize
+tests_test_exthash_resize_SOURCES = tests/test-exthash-resize.c
+tests_test_exthash_resize_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_exthash_resize_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_exthash_resize_LDADD = lib/libconntab.la $(URCU_LIBS) \
+	$(PTHREAD_LIBS)
+
+# CONNTAB_TRIE: its own tests (adversarial key sets, prefix walks for every
+# backend, concurrency).
+check_PROGRAMS += tests/test-trie
+TESTS += tests/test-trie
+tests_test_trie_SOURCES = tests/test-trie.c
+tests_test_trie_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
+	$(PTHREAD_CFLAGS)
+tests_test_trie_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
+	$(PTHREAD_LIBS)
+
