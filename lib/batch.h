@@ -7,9 +7,10 @@
  * hash every key and prefetch its bucket; load the bucket and prefetch the
  * first node of its chain(s); then walk the chains, which mostly hit.
  *
- * The backend supplies the three steps as static functions; the pipeline is
- * always inlined into the backend's lookup_batch, so they are direct calls
- * that the compiler inlines in turn, not calls through pointers.
+ * The backend supplies the three steps as static functions, and hash-ops.h
+ * the hash; the pipeline is always inlined into the backend's lookup_batch
+ * of each hash, so they are direct calls that the compiler inlines in
+ * turn, not calls through pointers.
  */
 #ifndef CT_BATCH_H
 #define CT_BATCH_H
@@ -23,6 +24,8 @@
 #define CT_BATCH	16
 
 struct ct_batch_steps {
+	/* The table's keyed hash of @k (inlined: hash-ops.h). */
+	uint32_t (*hash)(const struct conntab *t, const struct conntab_key *k);
 	/* Prefetch the bucket of hash @h. */
 	void (*bucket)(struct conntab *t, uint32_t h);
 	/* Load the bucket of @h, prefetch the first node(s) it points to. */
@@ -43,7 +46,7 @@ ct_batch_lookup(struct conntab *t, const struct conntab_key *keys,
 	for (base = 0; base < n; base += m) {
 		m = n - base < CT_BATCH ? n - base : CT_BATCH;
 		for (i = 0; i < m; i++) {
-			h[i] = ct_hash_key(&t->secret, &keys[base + i]);
+			h[i] = steps.hash(t, &keys[base + i]);
 			steps.bucket(t, h[i]);
 		}
 		for (i = 0; i < m; i++)

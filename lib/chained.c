@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
+#include "hash-ops.h"
 #include "heads.h"
 
 /* Smallest table, for expected = 0. */
@@ -104,12 +104,6 @@ chained_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 	return ct_chain_lookup(&c->buckets[b], b, h, k);
 }
 
-static struct conntab_node *chained_lookup(struct conntab *t,
-					   const struct conntab_key *k)
-{
-	return chained_find(t, ct_hash_key(&t->secret, k), k);
-}
-
 static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
 {
 	struct ct_chained *c = ct_chained(t);
@@ -126,16 +120,8 @@ static inline void chained_prefetch_first(struct conntab *t, uint32_t h)
 		__builtin_prefetch(first);
 }
 
-static size_t chained_lookup_batch(struct conntab *t,
-				   const struct conntab_key *keys,
-				   struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= chained_prefetch_bucket,
-		.first	= chained_prefetch_first,
-		.find	= chained_find,
-	});
-}
+CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,
+		   chained_prefetch_first)
 
 static void chained_prefetch(struct conntab *t, uint32_t h)
 {
@@ -222,8 +208,7 @@ const struct conntab_ops ct_chained_ops = {
 	.destroy	= chained_destroy,
 	.insert		= chained_insert,
 	.prefetch	= chained_prefetch,
-	.lookup		= chained_lookup,
-	.lookup_batch	= chained_lookup_batch,
+	.read		= CT_READ_OPS(chained),
 	.remove		= chained_remove,
 	.timewait	= chained_timewait,
 	.walk		= chained_walk,

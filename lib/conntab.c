@@ -33,7 +33,26 @@ static const char *const ct_backend_names[] = {
 	[CONNTAB_TRIE] = "trie",
 };
 
+static const char *const ct_hash_names[] = {
+	[CONNTAB_HASH_AUTO] = "auto",
+	[CONNTAB_HASH_SIPHASH] = "siphash",
+	[CONNTAB_HASH_AES] = "aes",
+};
+
 #define CT_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Index of @name in a table of names, or -EINVAL. */
+static int ct_name_index(const char *const *names, size_t n, const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(name, names[i]))
+			return (int)i;
+	return -EINVAL;
+}
 
 static const struct conntab_ops *ct_ops_of(enum conntab_backend b)
 {
@@ -52,14 +71,8 @@ CONNTAB_API const char *conntab_backend_name(enum conntab_backend b)
 
 CONNTAB_API int conntab_backend_from_name(const char *name)
 {
-	unsigned int i;
-
-	if (!name)
-		return -EINVAL;
-	for (i = 0; i < CT_ARRAY_SIZE(ct_backend_names); i++)
-		if (ct_backend_names[i] && !strcmp(name, ct_backend_names[i]))
-			return (int)i;
-	return -EINVAL;
+	return ct_name_index(ct_backend_names, CT_ARRAY_SIZE(ct_backend_names),
+			     name);
 }
 
 CONNTAB_API int conntab_backend_available(enum conntab_backend b)
@@ -67,14 +80,52 @@ CONNTAB_API int conntab_backend_available(enum conntab_backend b)
 	return ct_ops_of(b) != NULL;
 }
 
-/* A fresh 128-bit secret from the kernel's CSPRNG. */
-static int ct_random_secret(struct ct_secret *sec)
+CONNTAB_API const char *conntab_hash_name(enum conntab_hash h)
 {
-	uint8_t buf[16];
+	if ((unsigned int)h >= CT_ARRAY_SIZE(ct_hash_names))
+		return "unknown";
+	return ct_hash_names[h];
+}
+
+CONNTAB_API int conntab_hash_from_name(const char *name)
+{
+	return ct_name_index(ct_hash_names, CT_ARRAY_SIZE(ct_hash_names),
+			     name);
+}
+
+CONNTAB_API enum conntab_hash conntab_hash_of(const struct conntab *t)
+{
+	return t ? t->hash : CONNTAB_HASH_AUTO;
+}
+
+/*
+ * The hash a table gets for @want: AUTO is AES where the CPU runs it (and
+ * this build has it), else SipHash. -EINVAL for AES without the CPU, or
+ * an unknown value.
+ */
+static int ct_hash_resolve(const struct conntab_ops *ops,
+			   enum conntab_hash want)
+{
+	bool aes = ops->read[CONNTAB_HASH_AES].lookup && ct_aes_cpu();
+
+	switch (want) {
+	case CONNTAB_HASH_AUTO:
+		return aes ? CONNTAB_HASH_AES : CONNTAB_HASH_SIPHASH;
+	case CONNTAB_HASH_SIPHASH:
+		return CONNTAB_HASH_SIPHASH;
+	case CONNTAB_HASH_AES:
+		return aes ? CONNTAB_HASH_AES : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+/* A fresh 128-bit secret from the kernel's CSPRNG. */
+static int ct_random_secret(uint8_t buf[16])
+{
 	size_t got = 0;
 
-	while (got < sizeof(buf)) {
-		ssize_t r = getrandom(buf + got, sizeof(buf) - got, 0);
+	while (got < 16) {
+		ssize_t r = getrandom(buf + got, 16 - got, 0);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -83,8 +134,6 @@ static int ct_random_secret(struct ct_secret *sec)
 		}
 		got += (size_t)r;
 	}
-	memcpy(&sec->k0, buf, 8);
-	memcpy(&sec->k1, buf + 8, 8);
 	return 0;
 }
 
@@ -92,30 +141,40 @@ CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
 		      const struct rcu_flavor_struct *flavor)
 {
-	struct conntab tmpl = { 0 };
+	uint8_t key[16];
+	struct conntab tmpl;
 	const struct conntab_ops *ops;
-	int err;
+	int err, hash;
 
 	if (!cfg) {
 		errno = EINVAL;
 		return NULL;
 	}
+	memset(&tmpl, 0, sizeof(tmpl));
 	ops = ct_ops_of(cfg->backend);
 	tmpl.flavor = cfg->flavor ? cfg->flavor : flavor;
-	if (!ops || !tmpl.flavor) {
+	hash = ops ? ct_hash_resolve(ops, cfg->hash) : -EINVAL;
+	if (!ops || !tmpl.flavor || hash < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (cfg->secret) {
-		memcpy(&tmpl.secret.k0, cfg->secret, 8);
-		memcpy(&tmpl.secret.k1, cfg->secret + 8, 8);
+		memcpy(key, cfg->secret, sizeof(key));
 	} else {
-		err = ct_random_secret(&tmpl.secret);
+		err = ct_random_secret(key);
 		if (err) {
 			errno = -err;
 			return NULL;
 		}
 	}
+	/* One secret keys either hash: the table uses only one of them. */
+	memcpy(&tmpl.secret.k0, key, 8);
+	memcpy(&tmpl.secret.k1, key + 8, 8);
+	tmpl.hash = (enum conntab_hash)hash;
+	if (tmpl.hash == CONNTAB_HASH_AES)
+		ct_aes_expand(&tmpl.aes, key);
+	tmpl.lookup = ops->read[hash].lookup;
+	tmpl.lookup_batch = ops->read[hash].lookup_batch;
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
@@ -160,7 +219,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 	 * otherwise hold the bucket's miss back until its own is done.
 	 */
 	if (!t->ops->unhashed) {
-		h = ct_hash_key(&t->secret, key);
+		h = ct_hash_key(t, key);
 		if (t->ops->prefetch)
 			t->ops->prefetch(t, h);
 	}
@@ -199,7 +258,7 @@ CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
 {
 	if (__builtin_expect(!t || !key, 0))
 		return NULL;
-	return t->ops->lookup(t, key);
+	return t->lookup(t, key);
 }
 
 CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
@@ -208,7 +267,7 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 {
 	if (!t || !keys || !out || !n)
 		return 0;
-	return t->ops->lookup_batch(t, keys, out, n);
+	return t->lookup_batch(t, keys, out, n);
 }
 
 CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)

@@ -52,10 +52,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
+#include "hash-ops.h"
 #include "heads.h"
 #include "walk.h"
 
@@ -916,21 +916,7 @@ static inline struct conntab_node *xh_find_hashed(struct conntab *t,
 	return xh_find(x, xh_seg_rcu(x, h), h, k);
 }
 
-static struct conntab_node *xh_lookup(struct conntab *t,
-				      const struct conntab_key *k)
-{
-	return xh_find_hashed(t, ct_hash_key(&t->secret, k), k);
-}
-
-static size_t xh_lookup_batch(struct conntab *t, const struct conntab_key *keys,
-			      struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= xh_prefetch_head,
-		.first	= xh_prefetch_first,
-		.find	= xh_find_hashed,
-	});
-}
+CT_READ_OPS_DEFINE(xh, xh_find_hashed, xh_prefetch_head, xh_prefetch_first)
 
 static int xh_remove(struct conntab *t, struct conntab_node *n)
 {
@@ -1138,8 +1124,7 @@ const struct conntab_ops ct_exthash_ops = {
 	.create		= xh_create,
 	.destroy	= xh_destroy,
 	.insert		= xh_insert,
-	.lookup		= xh_lookup,
-	.lookup_batch	= xh_lookup_batch,
+	.read		= CT_READ_OPS(xh),
 	.remove		= xh_remove,
 	.timewait	= xh_timewait,
 	.walk		= xh_walk,

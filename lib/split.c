@@ -54,9 +54,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "conntab-int.h"
+#include "hash-ops.h"
 #include "heads.h"
 #include "walk.h"
 
@@ -252,12 +252,6 @@ split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 	return split_find_slow(sp, b, h, k);
 }
 
-static struct conntab_node *split_lookup(struct conntab *t,
-					 const struct conntab_key *k)
-{
-	return split_find(t, ct_hash_key(&t->secret, k), k);
-}
-
 static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 {
 	struct ct_split *sp = ct_split(t);
@@ -279,16 +273,8 @@ static inline void split_prefetch_first(struct conntab *t, uint32_t h)
 		__builtin_prefetch(w);
 }
 
-static size_t split_lookup_batch(struct conntab *t,
-				 const struct conntab_key *keys,
-				 struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= split_prefetch_bucket,
-		.first	= split_prefetch_first,
-		.find	= split_find,
-	});
-}
+CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
+		   split_prefetch_first)
 
 static void split_prefetch(struct conntab *t, uint32_t h)
 {
@@ -442,8 +428,7 @@ const struct conntab_ops ct_split_ops = {
 	.destroy	= split_destroy,
 	.insert		= split_insert,
 	.prefetch	= split_prefetch,
-	.lookup		= split_lookup,
-	.lookup_batch	= split_lookup_batch,
+	.read		= CT_READ_OPS(split),
 	.remove		= split_remove,
 	.timewait	= split_timewait,
 	.walk		= split_walk,

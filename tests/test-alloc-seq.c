@@ -123,7 +123,7 @@ static void release_fn(struct conntab_node *n)
 /* One run of the workload with allocation r->n failing; false: no table. */
 static int workload(enum conntab_backend b, struct run *r)
 {
-	struct conntab_config cfg = { .backend = b };
+	struct conntab_config cfg = { .backend = b, .hash = t_hash };
 	struct conntab_node *rec;
 	struct conntab_key k;
 	struct conntab *t;

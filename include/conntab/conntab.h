@@ -59,6 +59,19 @@ enum conntab_backend {
 	CONNTAB_TRIE,		/**< multi-bit trie over the key bits */
 };
 
+/**
+ * The keyed hash of a table's hash backends; choose one in
+ * conntab_config::hash. Every choice is a pseudo-random function of the key
+ * under the table's 128-bit secret: whoever does not know the secret cannot
+ * compute which keys share a chain. CONNTAB_TRIE indexes by the key's own
+ * bits and computes no hash.
+ */
+enum conntab_hash {
+	CONNTAB_HASH_AUTO = 0,	/**< the fastest keyed PRF this CPU runs */
+	CONNTAB_HASH_SIPHASH,	/**< SipHash-1-3 keyed with the table's secret */
+	CONNTAB_HASH_AES,	/**< AES-128 keyed with the table's secret */
+};
+
 /** Connection state of a node in the table. */
 enum conntab_state {
 	CONNTAB_ESTABLISHED = 0,	/**< live connection */
@@ -116,6 +129,12 @@ struct conntab_config {
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
 						     header the application included */
+	/**
+	 * Keyed hash; 0 = CONNTAB_HASH_AUTO: AES where the CPU has it (x86-64
+	 * AES-NI, arm64 crypto extensions), else SipHash. CONNTAB_HASH_AES on
+	 * a CPU without AES instructions: conntab_create() fails with EINVAL.
+	 */
+	enum conntab_hash hash;
 };
 
 /** A snapshot of a table's counters, filled by conntab_stats(). */
@@ -383,6 +402,29 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st);
  */
 CONNTAB_API int conntab_resize_stats(struct conntab *t,
 				     struct conntab_resize_stats *rs);
+
+/**
+ * The hash a table uses: what CONNTAB_HASH_AUTO chose at create
+ * (CONNTAB_HASH_SIPHASH or CONNTAB_HASH_AES, never AUTO for a table).
+ * CONNTAB_TRIE reports the choice too, although it computes no hash.
+ * @param t table
+ * @return the hash, or CONNTAB_HASH_AUTO for a NULL @p t
+ */
+CONNTAB_API enum conntab_hash conntab_hash_of(const struct conntab *t);
+
+/**
+ * Name of a hash choice.
+ * @param h hash
+ * @return "auto", "siphash", "aes", or "unknown"
+ */
+CONNTAB_API const char *conntab_hash_name(enum conntab_hash h);
+
+/**
+ * Hash choice from its name (as conntab_hash_name() prints it).
+ * @param name hash name
+ * @return the enum value, or -EINVAL for an unknown name or NULL
+ */
+CONNTAB_API int conntab_hash_from_name(const char *name);
 
 /**
  * Name of a backend.

@@ -4,7 +4,8 @@
  * result checked against a reference model; any mismatch aborts.
  *
  * Input: byte 0 picks the backend among the available ones (or
- * FUZZ_BACKEND=name fixes it), byte 1 the sizing hint, byte 2 the
+ * FUZZ_BACKEND=name fixes it) and the hash (SipHash, or AES where the CPU
+ * has it), byte 1 the sizing hint, byte 2 the
  * max_entries cap (0 = none for values < 128), then one operation per
  * opcode byte with its arguments in the following bytes (0 once the input
  * is used up): insert, insert_recycle, remove and timewait (in place and
@@ -53,6 +54,10 @@ static struct conntab *t, *u;
 static size_t max_entries;
 static enum conntab_backend backends[8];
 static size_t nbackends;
+/* SipHash, and AES where the library runs it (the CPU has it). */
+static enum conntab_hash hashes[2];
+static size_t nhashes;
+static int fixed_hash = -1;
 static int fixed_backend = -1;
 
 /* --- input ---------------------------------------------------------- */
@@ -722,6 +727,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	i = byte();
 	cfg.backend = fixed_backend > 0 ? (enum conntab_backend)fixed_backend :
 		      backends[i % nbackends];
+	cfg.hash = fixed_hash >= 0 ? (enum conntab_hash)fixed_hash :
+		   hashes[(i / nbackends) % nhashes];
 	/* Sizing hint: mostly small; up to 16k (bigger only costs time). */
 	m = byte();
 	cfg.expected = m < 240 ? m : (size_t)(m - 239) << 10;
@@ -810,10 +817,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *fb = getenv("FUZZ_BACKEND");
 	int b;
 
+	struct conntab_config aes = {
+		.backend = CONNTAB_CHAINED, .hash = CONNTAB_HASH_AES,
+	};
+	struct conntab *probe;
+
 	rcu_register_thread();
 	for (b = CONNTAB_CHAINED; b <= CONNTAB_TRIE; b++)
 		if (conntab_backend_available((enum conntab_backend)b))
 			backends[nbackends++] = (enum conntab_backend)b;
+	hashes[nhashes++] = CONNTAB_HASH_SIPHASH;
+	probe = conntab_create(&aes);
+	if (probe)
+		hashes[nhashes++] = CONNTAB_HASH_AES;
+	conntab_destroy(probe, NULL);
 	if (getenv("FUZZ_LIST_BACKENDS")) {
 		for (b = 0; b < (int)nbackends; b++)
 			printf("%s\n", conntab_backend_name(backends[b]));
@@ -892,10 +909,11 @@ int main(int argc, char **argv)
 	size_t k;
 
 	LLVMFuzzerInitialize(&argc, &argv);
-	/* Every input once per backend (the first byte picks one). */
-	for (k = 0; k < nbackends; k++) {
-		b = (int)backends[k];
+	/* Every input once per backend and hash (the first byte picks). */
+	for (k = 0; k < nbackends * nhashes; k++) {
+		b = (int)backends[k / nhashes];
 		fixed_backend = b;
+		fixed_hash = (int)hashes[k % nhashes];
 		if (argc > 1) {
 			for (i = 1; i < argc; i++)
 				err |= replay(argv[i], &runs);
@@ -909,8 +927,9 @@ int main(int argc, char **argv)
 		err |= replay(path, &runs);
 	}
 	rcu_barrier();
-	printf("fuzz-replay: %lu inputs replayed over %zu backends, all "
-	       "results as the model says\n", runs, nbackends);
+	printf("fuzz-replay: %lu inputs replayed over %zu backends and %zu "
+	       "hashes, all results as the model says\n", runs, nbackends,
+	       nhashes);
 	if (!runs && !err) {
 		fprintf(stderr, "fuzz-replay: no input found\n");
 		err = 1;
