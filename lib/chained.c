@@ -111,13 +111,14 @@ static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&c->buckets[h & c->mask]);
 }
 
-static inline void chained_prefetch_first(struct conntab *t, uint32_t h)
+static inline struct conntab_node *chained_prefetch_first(struct conntab *t,
+							   uint32_t h)
 {
 	struct ct_chained *c = ct_chained(t);
 	struct conntab_node *first = ct_rcu_deref(c->buckets[h & c->mask]);
 
-	if (!ct_is_nulls(first))
-		__builtin_prefetch(first);
+	__builtin_prefetch(ct_is_nulls(first) ? (void *)c : first);
+	return first;
 }
 
 CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,

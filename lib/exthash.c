@@ -898,13 +898,14 @@ static inline void xh_prefetch_head(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&xh_seg_rcu(ct_exthash(t), h)->head[xh_idx(h)]);
 }
 
-static inline void xh_prefetch_first(struct conntab *t, uint32_t h)
+static inline struct conntab_node *xh_prefetch_first(struct conntab *t,
+						      uint32_t h)
 {
 	struct ct_xseg *s = xh_seg_rcu(ct_exthash(t), h);
 	struct conntab_node *first = ct_rcu_deref(s->head[xh_idx(h)]);
 
-	if (!ct_is_nulls(first))
-		__builtin_prefetch(first);
+	__builtin_prefetch(ct_is_nulls(first) ? (void *)s : first);
+	return first;
 }
 
 static inline struct conntab_node *xh_find_hashed(struct conntab *t,

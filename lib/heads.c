@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Arrays of chain heads: allocation, teardown and the depth scan.
+ * Arrays of chain heads: allocation, teardown and the depth scan; the
+ * dummy node the batch pipeline reads for an empty chain.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "batch.h"
 #include "chain.h"
 #include "conntab-int.h"
 #include "heads.h"
 #include "mem.h"
+
+/* Zero key (no valid key has family 0), its chain ends at once. */
+const struct conntab_node ct_batch_dummy = {
+	.ct_next = (struct conntab_node *)1,	/* ct_nulls(0) */
+};
 
 size_t ct_buckets_for(size_t expected, size_t min)
 {

@@ -259,18 +259,21 @@ static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&sp->heads[split_est_id(h & sp->mask)]);
 }
 
-/* Both chains' first nodes: the batch does not know which state it wants. */
-static inline void split_prefetch_first(struct conntab *t, uint32_t h)
+/*
+ * Both chains' first nodes: the batch does not know which state it wants.
+ * The est chain's is the one the probe checks (split_find walks it first).
+ */
+static inline struct conntab_node *split_prefetch_first(struct conntab *t,
+							uint32_t h)
 {
 	struct ct_split *sp = ct_split(t);
 	struct conntab_node **bk = &sp->heads[split_est_id(h & sp->mask)];
 	struct conntab_node *e = ct_rcu_deref(bk[0]);
 	struct conntab_node *w = ct_rcu_deref(bk[1]);
 
-	if (!ct_is_nulls(e))
-		__builtin_prefetch(e);
-	if (!ct_is_nulls(w))
-		__builtin_prefetch(w);
+	__builtin_prefetch(ct_is_nulls(e) ? (void *)sp : e);
+	__builtin_prefetch(ct_is_nulls(w) ? (void *)sp : w);
+	return e;
 }
 
 CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
