@@ -79,6 +79,19 @@ struct ct_read_ops {
 #define CT_WALK_ALL	(-1)
 
 typedef int (*ct_walk_fn)(struct conntab_node *n, void *arg);
+typedef long (*ct_rank_fn)(struct conntab_node *victim, void *arg);
+
+/*
+ * Words of struct conntab_cursor that the backend's scan owns (the front
+ * end keeps opaque[0]): 40 bytes, an IPv6 canonical key string (key.h).
+ */
+#define CT_SCAN_POS_WORDS	5
+
+/*
+ * Empty slots a scan call may pass per unit of budget (conntab_scan():
+ * "the budget also bounds the work on empty slots").
+ */
+#define CT_SCAN_EMPTY_PER_BUDGET	16
 
 struct conntab_ops {
 	/*
@@ -122,6 +135,23 @@ struct conntab_ops {
 			struct conntab_node *tw);
 	/* @state is CT_WALK_ALL or an enum conntab_state. */
 	int (*walk)(struct conntab *t, int state, ct_walk_fn fn, void *arg);
+	/*
+	 * Visit at most @budget nodes from the position in @pos (ignored
+	 * when @fresh: a pass starts), as conntab_scan() says; write the
+	 * resume position into @pos. 1 at the end of the pass, 0 when the
+	 * budget ran out, fn's nonzero value (pos just after that node), or
+	 * -EINVAL for a position this backend cannot have written.
+	 */
+	int (*scan)(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
+		    bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+	/*
+	 * Insert @n (claimed; key, hash and state set) as insert does; if
+	 * the cap is reached, evict the best-ranked node of a sample (see
+	 * conntab_insert_evict()), its reservation passing to @n.
+	 */
+	int (*insert_evict)(struct conntab *t, struct conntab_node *n,
+			    ct_rank_fn rank, void *arg,
+			    struct conntab_node **evicted);
 	/* Fill every field of @st. */
 	void (*stats)(struct conntab *t, struct conntab_stats *st);
 	/* Optional: resize counters (@rs zeroed by the front end). */

@@ -204,9 +204,14 @@ static bool ct_node_claim(struct conntab_node *n, struct conntab *t)
 					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/*
+ * The insert calls: check, hash, claim @n, copy the key, then the
+ * backend's @op (insert, or insert_evict with @rank).
+ */
 static int ct_insert(struct conntab *t, struct conntab_node *n,
 		     const struct conntab_key *key,
-		     struct conntab_node **recycled)
+		     struct conntab_node **recycled, ct_rank_fn rank,
+		     void *rank_arg, struct conntab_node **evicted)
 {
 	uint32_t h = 0;
 	int err;
@@ -230,7 +235,12 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 	n->ct_key = *key;
 	n->ct_hash = h;
 	n->ct_state = CONNTAB_ESTABLISHED;
-	err = t->ops->insert(t, n, recycled);
+	if (rank && !t->ops->insert_evict)
+		err = -EOPNOTSUPP;
+	else if (rank)
+		err = t->ops->insert_evict(t, n, rank, rank_arg, evicted);
+	else
+		err = t->ops->insert(t, n, recycled);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -239,7 +249,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 			       const struct conntab_key *key)
 {
-	return ct_insert(t, n, key, NULL);
+	return ct_insert(t, n, key, NULL, NULL, NULL, NULL);
 }
 
 CONNTAB_API int conntab_insert_recycle(struct conntab *t,
@@ -250,7 +260,22 @@ CONNTAB_API int conntab_insert_recycle(struct conntab *t,
 	if (!recycled)
 		return -EINVAL;
 	*recycled = NULL;
-	return ct_insert(t, n, key, recycled);
+	return ct_insert(t, n, key, recycled, NULL, NULL, NULL);
+}
+
+CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
+				     const struct conntab_key *key,
+				     long (*rank)(struct conntab_node *victim,
+						  void *arg),
+				     void *arg, struct conntab_node **evicted)
+{
+	if (!evicted || !rank)
+		return -EINVAL;
+	*evicted = NULL;
+	/* No cap, nothing to evict: a plain insert. */
+	if (t && !t->max_entries)
+		rank = NULL;
+	return ct_insert(t, n, key, NULL, rank, arg, evicted);
 }
 
 CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
@@ -322,6 +347,50 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 	    (state != CONNTAB_ESTABLISHED && state != CONNTAB_TIMEWAIT))
 		return -EINVAL;
 	return t->ops->walk(t, (int)state, fn, arg);
+}
+
+/*
+ * The front end's word of a cursor: 0 before a pass, else this tag of the
+ * table the pass runs on (never 0), so that a cursor of another table or
+ * of no table at all is refused instead of being trusted as a position.
+ */
+_Static_assert(sizeof(struct conntab_cursor) ==
+	       sizeof(uint64_t) * (1 + CT_SCAN_POS_WORDS), "cursor words");
+
+static uint64_t ct_cursor_tag(const struct conntab *t)
+{
+	uint64_t x = (uint64_t)(uintptr_t)t ^ 0x636f6e6e74616221ull;
+
+	x *= 0x9e3779b97f4a7c15ull;
+	return (x ^ (x >> 29)) | 1;
+}
+
+CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
+			     size_t budget,
+			     int (*fn)(struct conntab_node *n, void *arg),
+			     void *arg)
+{
+	bool fresh;
+	int ret, i;
+
+	if (!t || !cur || !fn || !budget)
+		return -EINVAL;
+	fresh = !cur->opaque[0];
+	if (fresh) {
+		for (i = 1; i <= CT_SCAN_POS_WORDS; i++)
+			if (cur->opaque[i])
+				return -EINVAL;
+	} else if (cur->opaque[0] != ct_cursor_tag(t)) {
+		return -EINVAL;
+	}
+	if (!t->ops->scan)
+		return -EOPNOTSUPP;
+	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
+	if (ret == 1)
+		memset(cur, 0, sizeof(*cur));
+	else
+		cur->opaque[0] = ct_cursor_tag(t);
+	return ret;
 }
 
 CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)

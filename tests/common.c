@@ -160,17 +160,19 @@ static void t_add_case(Suite *s, enum conntab_backend b, enum conntab_hash h,
 		[CONNTAB_HASH_SIPHASH] = t_use_siphash,
 		[CONNTAB_HASH_AES] = t_use_aes,
 	};
-	char name[64];
+	/* Check keeps the name pointer: names that live on, one per case. */
+	static char names[32][32];
+	static size_t nnames;
+	char *name = names[nnames++ % 32];
 	TCase *tc;
 	size_t j;
 
 	if (h == CONNTAB_HASH_AUTO)
-		snprintf(name, sizeof(name), "%s", conntab_backend_name(b));
+		snprintf(name, sizeof(names[0]), "%s", conntab_backend_name(b));
 	else
-		snprintf(name, sizeof(name), "%s/%s", conntab_backend_name(b),
-			 conntab_hash_name(h));
-	/* Check keeps the name pointer: give it a copy that lives on. */
-	tc = tcase_create(strdup(name));
+		snprintf(name, sizeof(names[0]), "%s/%s",
+			 conntab_backend_name(b), conntab_hash_name(h));
+	tc = tcase_create(name);
 	tcase_set_timeout(tc, timeout);
 	tcase_add_checked_fixture(tc, use[h], NULL);
 	for (j = 0; j < nfns; j++)

@@ -28,6 +28,8 @@ struct tconn {
 	struct rcu_head rh;
 	uint32_t magic;
 	uint32_t id;
+	uint32_t mark, count;		/* a test's own bookkeeping */
+	long rank;
 };
 
 static inline struct tconn *t_conn_of(struct conntab_node *n)
