@@ -361,8 +361,10 @@ for b in $backends; do
 	: >"$tmp/polls"
 	for _ in $(seq 200); do
 		kill -0 "$wrk" 2>/dev/null || break
-		# A poll's own connection may be evicted in the churn.
-		curl -sf "$url/stats" >>"$tmp/polls" && echo >>"$tmp/polls"
+		# A poll's own connection may be evicted in the churn: only
+		# whole answers count.
+		curl -sf "$url/stats" >"$tmp/poll" &&
+			cat "$tmp/poll" >>"$tmp/polls"
 		sleep 0.02
 	done
 	wait "$wrk" || fail "wrk: $(cat "$tmp/wrk")"
