@@ -287,7 +287,11 @@ static void conn_open(struct loop *l, int ep, int fd)
 	c->loop = l;
 	c->fd = fd;
 	c->born_ns = c->last_ns = now;
-	/* An evictor reaches @c from the insert on: hold it (conn_evicted). */
+	/*
+	 * A victim we evict may be one its loop is closing and freeing:
+	 * read-lock from before the insert that unlinks it until
+	 * conn_evicted() is done with it.
+	 */
 	rcu_read_lock();
 	/*
 	 * A new connection may reuse the 4-tuple of one still in TIME_WAIT
@@ -313,10 +317,10 @@ static void conn_open(struct loop *l, int ep, int fd)
 	}
 	rcu_read_unlock();
 	/*
-	 * -ENOSPC: no sampled entry could go (insert_evict skips locks that
-	 * are busy). -EEXIST: the tuple's previous connection is closed in
-	 * the kernel, but the loop that owns it has not seen that yet; the
-	 * client will retry.
+	 * -ENOSPC: the sample offered no entry (insert_evict skips the
+	 * locks it finds busy). -EEXIST: the tuple's previous connection is
+	 * closed in the kernel, but the loop that owns it has not seen that
+	 * yet; the client will retry.
 	 */
 	if (err)
 		goto refuse;

@@ -91,11 +91,12 @@ stop() {
 	totals=$(grep 'totals:' "$tmp/out") || fail "no totals"
 	echo "  $totals"
 	est=$(total evicted_established)
-	[ $(($(total accepted) - $(total closed) - est - $(total open))) = 0 ] ||
+	[ $(($(total accepted) - $(total closed) - est - \
+		$(total open))) = 0 ] ||
 		fail "accepted != closed + evicted established + open"
 	[ $(($(total closed) - $(total expired) - $(total recycled) - \
 		($(total evicted) - est) - $(total timewait))) = 0 ] ||
-		fail "closed != expired + recycled + evicted TIME_WAIT + timewait"
+		fail "closed != expired + recycled + evicted tw + timewait"
 }
 
 total() {
@@ -381,8 +382,10 @@ for b in $backends; do
 		and .requests >= $n' "$tmp/body" >/dev/null ||
 		fail "after wrk: $(cat "$tmp/body")"
 	jq -s -e 'length > 0 and all(.entries <= .max_conns)' \
-		"$tmp/polls" >/dev/null || fail "above the cap: $(cat "$tmp/polls")"
-	echo "  /stats answered $(jq -s length "$tmp/polls") times, never above the cap"
+		"$tmp/polls" >/dev/null ||
+		fail "above the cap: $(cat "$tmp/polls")"
+	echo "  /stats answered $(jq -s length "$tmp/polls") times," \
+		"never above the cap"
 	stop TERM
 done
 echo "PASS"

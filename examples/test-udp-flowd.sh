@@ -170,7 +170,8 @@ busy_send() {
 	local r
 	busy=$((busy + 1))
 	echo "b$busy" >&"${BUSY[1]}" || fail "busy socat gone"
-	read -t 10 -r r <&"${BUSY[0]}" || fail "busy session: no reply to b$busy"
+	read -t 10 -r r <&"${BUSY[0]}" ||
+		fail "busy session: no reply to b$busy"
 	[ "$r" = "$busy b$busy" ] ||
 		fail "busy session: got '$r', want '$busy b$busy'"
 }
@@ -253,7 +254,8 @@ for b in $backends; do
 	cat "$tmp/flood"
 	busy_send
 	busy_stop
-	echo "  busy session: $busy datagrams in order, $during during the flood"
+	echo "  busy session: $busy datagrams in order," \
+		"$during during the flood"
 	# Not assured and idlest: sampled by one of the 538 evictions (each
 	# samples >= 8 of 64), it is the one to go.
 	expect_reply "$idle_port" j "1 j"

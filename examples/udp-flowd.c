@@ -109,7 +109,7 @@ static struct {
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
-static uint64_t evicted;	/* sessions evicted (atomic: SIGUSR1 reads it) */
+static uint64_t evicted;	/* sessions evicted (atomic: SIGUSR1) */
 static int failed;		/* the reaper could not scan: exit 1 */
 
 static uint64_t now_ns(void)
