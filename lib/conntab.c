@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -119,6 +120,24 @@ static int ct_hash_resolve(const struct conntab_ops *ops,
 	return -EINVAL;
 }
 
+#ifdef CT_DEBUG
+void ct_writer_check_debug(const struct conntab *t, const char *what)
+{
+	int ok;
+
+	t->flavor->read_lock();
+	ok = t->flavor->read_ongoing();
+	t->flavor->read_unlock();
+	if (ok)
+		return;
+	fprintf(stderr, "conntab: %s of a %s table from a thread the RCU "
+		"flavor does not count (unregistered, or offline under QSBR); "
+		"see conntab.h, \"Threads\"\n", what,
+		conntab_backend_name(t->backend));
+	abort();
+}
+#endif
+
 /* A fresh 128-bit secret from the kernel's CSPRNG. */
 static int ct_random_secret(uint8_t buf[16])
 {
@@ -218,6 +237,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 
 	if (!t || !n || !key || !ct_key_valid(key))
 		return -EINVAL;
+	ct_writer_check(t, "an insert");
 	/*
 	 * Start the misses of the bucket and of the node before the claim:
 	 * the claim's compare-and-swap on the node's (cold) line would
@@ -299,6 +319,7 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 {
 	if (!t || !n)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_remove()");
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	return t->ops->remove(t, n);
@@ -311,6 +332,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 
 	if (!t || !est || !tw)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_timewait()");
 	if (!ct_node_owned(est, t))
 		return -ENOENT;
 	if (tw != est) {
@@ -398,8 +420,10 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	if (!st)
 		return;
 	memset(st, 0, sizeof(*st));
-	if (t)
-		t->ops->stats(t, st);
+	if (!t)
+		return;
+	ct_writer_check(t, "conntab_stats()");
+	t->ops->stats(t, st);
 }
 
 CONNTAB_API int conntab_resize_stats(struct conntab *t,

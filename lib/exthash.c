@@ -1285,6 +1285,7 @@ static void xh_resize_stats(struct conntab *t, struct conntab_resize_stats *rs)
 }
 
 const struct conntab_ops ct_exthash_ops = {
+	.registered_writers = true,	/* I5: call_rcu, read lock */
 	.create		= xh_create,
 	.destroy	= xh_destroy,
 	.insert		= xh_insert,

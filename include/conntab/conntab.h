@@ -16,6 +16,14 @@
  * @endcode
  * so that conntab_create() picks up that flavor. minimal.c is a complete
  * program; doc/design.md (the main page) states the concurrency rules.
+ *
+ * Threads: lookups, walks and scans run in threads registered with the
+ * flavor, under its read lock. Writers (the insert calls, remove,
+ * timewait) and conntab_stats() of CONNTAB_EXTHASH and CONNTAB_TRIE free
+ * library memory through the flavor's call_rcu(), which liburcu requires
+ * of registered threads (online, for QSBR): call them from registered
+ * threads. Those of CONNTAB_CHAINED and CONNTAB_SPLIT allocate and free
+ * nothing and work from any thread.
  */
 
 /**
