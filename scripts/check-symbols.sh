@@ -12,7 +12,6 @@ set -euo pipefail
 
 lib=${1:?usage: check-symbols.sh LIB.so HEADER}
 header=${2:?usage: check-symbols.sh LIB.so HEADER}
-nm=${NM:-nm}
 
 if [ ! -e "$lib" ]; then
 	echo "check-symbols: $lib not built (static-only build?), skipped"
@@ -22,18 +21,10 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Defined dynamic symbols, names only (skip the empty/version lines).
-$nm -D --defined-only "$lib" | awk 'NF >= 3 { print $3 }' |
-	sed 's/@.*//' | sort -u >"$tmp/exported"
-
-# Functions declared CONNTAB_API in the header: drop comments and
-# preprocessor lines, then read the rest as one stream cut at ';' and '{'
-# (declarations span lines).
-perl -0777 -pe 's{/\*.*?\*/}{}gs' "$header" | grep -v '^[[:space:]]*#' |
-	tr '\n' ' ' | sed 's/[;{]/\n/g' |
-	grep -oE 'CONNTAB_API[^(]*\(' |
-	grep -oE '[A-Za-z_][A-Za-z0-9_]* *\($' | tr -d ' (' |
-	sort -u >"$tmp/declared"
+# shellcheck source=scripts/api-names.sh
+. "$(dirname "$0")/api-names.sh"
+ct_exported "$lib" >"$tmp/exported"
+ct_declared "$header" >"$tmp/declared"
 
 status=0
 if grep -v '^conntab_' "$tmp/exported" >"$tmp/foreign"; then
