@@ -16,5 +16,8 @@ lib_libconntab_la_SOURCES = \
 	lib/trie.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# Symbol versions: lib/libconntab.map (doc/releasing.md).
 lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
-	-no-undefined
+	-no-undefined -Wl,--version-script=$(srcdir)/lib/libconntab.map
+EXTRA_lib_libconntab_la_DEPENDENCIES = lib/libconntab.map
+EXTRA_DIST += lib/libconntab.map

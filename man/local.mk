@@ -55,6 +55,7 @@ check-local: check-man
 check-man: lib/libconntab.la
 	$(AM_V_GEN)NM='$(NM)' CC='$(CC)' \
 	MAN_INSTALLED='$(dist_man1_MANS) $(dist_man3_MANS) $(dist_man7_MANS)' \
+	MAN_VERSION='$(PACKAGE_VERSION)' \
 	MAN_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) $(PTHREAD_CFLAGS) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror' \
 	MAN_LIBS='-L$(abs_top_builddir)/lib/.libs -lconntab $(URCU_LIBS) $(PTHREAD_LIBS)' \
 	MAN_LIBDIR='$(abs_top_builddir)/lib/.libs' \

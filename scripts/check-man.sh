@@ -20,6 +20,7 @@
 #    runs, and prints exactly the page's "Output" block when it has one.
 #
 # usage: check-man.sh MANDIR LIBCONNTAB.so conntab.h
+# MAN_VERSION: the package version every page's .TH must name.
 # Examples are built with $CC $MAN_CFLAGS PROG.c $MAN_LIBS and run with
 # MAN_LIBDIR prepended to LD_LIBRARY_PATH; NM as for check-symbols.sh.
 set -euo pipefail
@@ -30,12 +31,6 @@ header=${3:?usage: check-man.sh MANDIR LIB.so HEADER}
 # Absolute: the checks run inside MANDIR, where .so requests resolve.
 lib=$(realpath -m "$lib")
 header=$(realpath "$header")
-
-# Functions of API.md's Additions that conntab.h does not declare yet:
-# their pages are written, their examples wait. Once the header declares
-# them they are checked like the rest (and this list should be emptied).
-pending="conntab_hash_of conntab_hash_name conntab_hash_from_name
-	conntab_scan conntab_insert_evict"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -82,8 +77,8 @@ fi
 { ct_declared "$header"; ct_header_only "$header"; cat "$tmp/exported"; } |
 	sort -u >"$tmp/api"
 sed -n 's,^man3/\(.*\)\.3$,\1,p' "$tmp/pages" | sort >"$tmp/man3"
-# shellcheck disable=SC2086 # a list of words
-printf '%s\n' $pending | sort >"$tmp/pending"
+# Pages of functions still to land: written, examples waiting.
+ct_pending >"$tmp/pending"
 
 for name in $(comm -23 "$tmp/api" "$tmp/man3"); do
 	fail "$name has no page man3/$name.3"
@@ -121,6 +116,10 @@ while read -r page; do
 	read -r _ th_name th_sect _ <<<"$(grep -m 1 '^\.TH ' "$page")"
 	if [ "$th_name" != "${base%.*}" ] || [ "$th_sect" != "$sect" ]; then
 		fail "$page: .TH says $th_name($th_sect)"
+	fi
+	if [ -n "${MAN_VERSION:-}" ] &&
+	    ! grep -q "^\.TH .* \"conntab $MAN_VERSION\" " "$page"; then
+		fail "$page: .TH does not say \"conntab $MAN_VERSION\" (doc/releasing.md)"
 	fi
 	for name in $(names_of "$page"); do
 		[ -f "man$sect/$name.$sect" ] ||
