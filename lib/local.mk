@@ -9,6 +9,7 @@ lib_libconntab_la_SOURCES = \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \
 	lib/hash.h lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/probes.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
 	lib/split.c \

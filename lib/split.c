@@ -58,6 +58,7 @@
 #include "chain.h"
 #include "conntab-int.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /* Smallest table, for expected = 0. */
@@ -149,13 +150,15 @@ static int split_insert(struct conntab *t, struct conntab_node *n,
 	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
 	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
 	struct conntab_node **pprev, *old;
+	size_t nest, ntw;
 	struct ct_stripe *s;
 	int err = 0;
 
 	s = ct_lock_hash(&sp->locks, h);
-	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev)) {
+	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest)) {
 		err = -EEXIST;
-	} else if ((old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev))) {
+	} else if ((old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev,
+					       &ntw))) {
 		if (!recycled) {
 			err = -EEXIST;
 		} else {
@@ -177,6 +180,8 @@ static int split_insert(struct conntab *t, struct conntab_node *n,
 	} else {
 		ct_chain_push(est, n);
 		s->entries++;
+		/* A miss in this bucket passes both chains. */
+		ct_probe_chain(t, h, nest + 1 + ntw);
 	}
 	ct_unlock_stripe(s);
 	return err;
