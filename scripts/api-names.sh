@@ -6,15 +6,6 @@
 # checks agree on what "the API" is. Each function prints one name a line,
 # sorted.
 
-# Functions of API.md's Additions that conntab.h does not declare yet:
-# their man pages and version-script entries are written; the checks
-# accept them missing from the header and the library until they land,
-# then check them like the rest (this list should then be emptied).
-ct_pending() {
-	printf '%s\n' conntab_hash_of conntab_hash_name conntab_hash_from_name \
-		conntab_scan conntab_insert_evict | sort
-}
-
 # Defined dynamic symbols of shared object $1 as NAME@@VERSION (or NAME
 # alone when unversioned), without the version definitions themselves
 # (absolute symbols named after the version, unversioned in nm's output).
