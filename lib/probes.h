@@ -26,6 +26,10 @@
  *	two buddy segments were merged into one of local depth depth.
  *   exthash_dir_resize(table, old_slots, new_slots)
  *	a directory doubling or halving was published.
+ *   evict(table, victim, node)
+ *	conntab_insert_evict() unlinked victim to make room for node.
+ *   scan_pass(table, cursor)
+ *	a conntab_scan() call ended a pass (the cursor is zeroed again).
  */
 #ifndef CT_PROBES_H
 #define CT_PROBES_H

@@ -9,7 +9,8 @@
 #    tests/probes-drive: chain_long on overfull chains (length >= 16) and
 #    never on tables filled to their sizing hint; exthash_split,
 #    exthash_merge and exthash_dir_resize (doubling and halving) while an
-#    extensible hash grows and shrinks.
+#    extensible hash grows and shrinks; evict once per eviction, with
+#    the victim and the newcomer; scan_pass once per conntab_scan() pass.
 #
 # Skips (77) in a build without <sys/sdt.h> (configure --disable-usdt).
 # Without gdb, or where it may not trace (ptrace refused), only the
@@ -18,7 +19,7 @@ set -eu
 
 top=${top_builddir:-.}
 lib=$top/lib/.libs/libconntab.so
-probes="chain_long exthash_dir_resize exthash_merge exthash_split"
+probes="chain_long evict exthash_dir_resize exthash_merge exthash_split scan_pass"
 
 if ! grep -q '^#define CONNTAB_USDT 1' "$top/config.h"; then
 	echo "test-probes: built without USDT probes: skipped"
@@ -52,11 +53,15 @@ trap 'rm -rf "$tmp"' EXIT
 {
 	echo "set breakpoint pending on"
 	for p in $probes; do
+		# Three columns of arguments; scan_pass has two.
+		# shellcheck disable=SC2016 # gdb's variable, not the shell's
+		a2='$_probe_arg2'
+		[ "$p" != scan_pass ] || a2=0
 		cat <<EOF
 break -probe-stap conntab:$p
 commands
 silent
-printf "PROBE $p %lu %lu %lu\\n", \$_probe_arg0, \$_probe_arg1, \$_probe_arg2
+printf "PROBE $p %lu %lu %lu\\n", \$_probe_arg0, \$_probe_arg1, $a2
 continue
 end
 EOF
@@ -113,4 +118,14 @@ awk '$1 == "exthash_dir_resize" && $4 == 2 * $3' "$tmp/hits" | grep -q . ||
 	fail "the directory never doubled"
 awk '$1 == "exthash_dir_resize" && 2 * $4 == $3' "$tmp/hits" | grep -q . ||
 	fail "the directory never halved"
+for b in chained split exthash; do
+	drive evict "$b"
+	echo "test-probes: 136 evictions ($b): evict fired $(hits evict) times"
+	[ "$(hits evict)" = 136 ] || fail "evict fired $(hits evict) times"
+	awk '$1 == "evict" && ($2 == 0 || $3 == 0 || $3 == $4)' "$tmp/hits" |
+		grep . && fail "evict without a table or victim, or of itself"
+	drive scan "$b"
+	echo "test-probes: 3 scan passes ($b): scan_pass fired $(hits scan_pass) times"
+	[ "$(hits scan_pass)" = 3 ] || fail "scan_pass fired $(hits scan_pass) times"
+done
 echo "test-probes: every probe fired as expected"
