@@ -34,7 +34,9 @@
 #ifndef CT_PROBES_H
 #define CT_PROBES_H
 
-#include "config.h"
+#ifdef HAVE_CONFIG_H
+# include "config.h"	/* CONNTAB_USDT; a build without it has no probes */
+#endif
 
 #ifdef CONNTAB_USDT
 # define SDT_USE_VARIADIC
