@@ -105,8 +105,7 @@ static inline int ct_chain_timewait_locked(struct conntab *t,
 static inline void ct_stripe_apply(struct ct_stripe *s,
 				   const struct ct_delta *d)
 {
-	s->entries += d->entries;
-	s->timewait += d->timewait;
+	ct_stripe_add(s, d->entries, d->timewait);
 }
 
 #endif /* CT_CHAIN_OPS_H */

@@ -136,6 +136,30 @@ tests_stress_SOURCES = tests/stress.c $(T_THREADS)
 tests_stress_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_stress_LDADD = $(T_MEMB_LDADD)
 
+# ThreadSanitizer, in a build configured with --enable-tsan: the tests
+# where threads share a table and a short stress run (exthash splitting
+# and merging under readers and writers), every report but those
+# tests/tsan.supp names (the call_rcu frees that it cannot relate to their
+# grace periods) failing the run; one hash (races do not depend on it).
+# test-exthash-resize is left out: it replaces malloc, which the
+# sanitizer's own start-up calls before the program can. .ci/run does
+# this; `make check-tsan` by hand.
+TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
+	tests/test-evict tests/test-split-move
+TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
+	halt_on_error=1 second_deadlock_stack=1
+check-tsan: $(TSAN_CHECK_TESTS) tests/stress
+if TSAN
+	$(AM_V_at)set -e; export CK_FORK=no CONNTAB_TEST_HASH=siphash; \
+	export TSAN_OPTIONS='$(TSAN_OPTIONS_CHECK)'; \
+	for t in $(TSAN_CHECK_TESTS); do echo "check-tsan: $$t"; $$t; done; \
+	echo "check-tsan: tests/stress"; tests/stress --seconds 3
+else
+	@echo "check-tsan: configure with --enable-tsan first" >&2; exit 1
+endif
+.PHONY: check-tsan
+EXTRA_DIST += tests/tsan.supp
+
 # `make stress STRESS_SECONDS=3600` for an hour per backend.
 STRESS_SECONDS = 10
 stress: tests/stress
