@@ -105,13 +105,31 @@
 /* Directory slots copied per writer call while a resize is pending. */
 #define XH_COPY_STEP	1024
 /*
- * The directory doubles only while it has at most 2 slots per segment,
- * and halves once no segment uses its full depth and it has more than 8
- * slots per segment: a table at a boundary does not resize back and
- * forth, and the directory stays O(segments) whatever the local depths.
+ * The directory doubles while it has at most 2 slots per segment, and
+ * halves once no segment uses its full depth and it has more than 8 slots
+ * per segment: a table at a boundary does not resize back and forth.
+ *
+ * That alone stalls when the hashes share their top bits (a known secret,
+ * or a hash gone wrong): the keys then fill a corner of the directory that
+ * the slots of the empty rest outnumber, so the segments never reach half
+ * the slots while the corner's segments overflow. So a segment that
+ * overflows at the full depth may also double the directory while the
+ * new one has at most XH_SLOTS_PER_ENTRY slots per entry in the table.
+ * The bound: a directory is at most max(4 x segments, 4 x entries) slots
+ * when it is made (32 bytes per segment or entry), and keys whose hashes
+ * share k top bits keep chains of about 2^k / 256 nodes on average, short
+ * up to k = 8 (tests/test-exthash-skew.c: 1M keys, k = 8, chains <= 16);
+ * past that an attacker pays 2^k hashes per key for chains of 2^k / 256.
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
+#define XH_SLOTS_PER_ENTRY	4
+/*
+ * Entry counters, sharded by the low hash bits (uniform whatever the top
+ * bits share) so that writers on different chains rarely share one; only
+ * the directory's growth decision sums them.
+ */
+#define XH_NCOUNT	16
 /* Directories from this size on are mapped, not malloced. */
 #define XH_DIR_MMAP	(256 * 1024)
 
@@ -152,6 +170,10 @@ struct ct_exthash {
 	size_t splits, merges, dir_resizes, splitting;
 	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
 	unsigned int nretired;
+
+	struct {
+		long n;			/* atomic (relaxed) */
+	} count[XH_NCOUNT] __attribute__((aligned(CT_CACHELINE)));
 };
 
 _Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
@@ -514,13 +536,38 @@ static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
 	x->fill = 0;
 }
 
-/* dir_lock held: may the directory double now? */
+/* Entries of hash @h added (or removed, negative) by a writer. */
+static void xh_count_add(struct ct_exthash *x, uint32_t h, long n)
+{
+	if (n)
+		__atomic_fetch_add(&x->count[h & (XH_NCOUNT - 1)].n, n,
+				   __ATOMIC_RELAXED);
+}
+
+/* Entries in the table, give or take the writers in flight. */
+static size_t xh_entries(const struct ct_exthash *x)
+{
+	long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < XH_NCOUNT; i++)
+		n += __atomic_load_n(&x->count[i].n, __ATOMIC_RELAXED);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * dir_lock held: may the directory double now? Asked when a segment
+ * overflows at the directory's full depth (see XH_SLOTS_PER_ENTRY).
+ */
 static bool xh_grow_ok(const struct ct_exthash *x)
 {
 	unsigned int d = x->dir->depth;
+	size_t slots = (size_t)1 << d;
 
-	return !x->pending && d < XH_MAX_DEPTH && (x->nb << XH_GROW_SHIFT) >=
-						  ((size_t)1 << d);
+	if (x->pending || d >= XH_MAX_DEPTH)
+		return false;
+	return (x->nb << XH_GROW_SHIFT) >= slots ||
+	       2 * slots <= XH_SLOTS_PER_ENTRY * xh_entries(x);
 }
 
 /* dir_lock held: may the directory halve now? */
@@ -936,6 +983,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	vs->count--;
 	if (v->node->ct_state == CONNTAB_TIMEWAIT)
 		vs->tw--;
+	xh_count_add(x, v->node->ct_hash, -1);
 	ct_victim_unlock(v, &s->lock);
 	return true;
 }
@@ -965,6 +1013,7 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 		}
 	}
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	xh_grow_locked(x, s, &d);
 	ct_spin_unlock(&s->lock);
 	xh_resize_step(x);
@@ -1023,6 +1072,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n)
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_remove_locked(t, head, n, &d);
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	if (s->splitting) {
 		/* A split in progress is finished before any merge. */
 		xh_split_step(x, s);

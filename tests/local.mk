@@ -216,6 +216,15 @@ tests_test_split_move_LDADD = $(SPLIT_TEST_LDADD)
 
 TESTS += tests/test-split-move
 
+# CONNTAB_EXTHASH with hashes that share their top bits (a known secret):
+# growth that never stalls, short chains, the directory within its bound.
+check_PROGRAMS += tests/test-exthash-skew
+TESTS += tests/test-exthash-skew
+tests_test_exthash_skew_SOURCES = tests/test-exthash-skew.c $(T_COMMON)
+tests_test_exthash_skew_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
+	$(CHECK_CFLAGS)
+tests_test_exthash_skew_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
+
 # CONNTAB_EXTHASH under online resizing: growth and shrinking
 # with readers asserting zero misses, exactly-once walks under splits and
 # merges, allocation failure during growth. The contract suite covers the
