@@ -19,6 +19,7 @@
 
 #include "conntab-int.h"
 #include "key.h"
+#include "probes.h"
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
@@ -289,13 +290,18 @@ CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
 						  void *arg),
 				     void *arg, struct conntab_node **evicted)
 {
+	int err;
+
 	if (!evicted || !rank)
 		return -EINVAL;
 	*evicted = NULL;
 	/* No cap, nothing to evict: a plain insert. */
 	if (t && !t->max_entries)
 		rank = NULL;
-	return ct_insert(t, n, key, NULL, rank, arg, evicted);
+	err = ct_insert(t, n, key, NULL, rank, arg, evicted);
+	if (*evicted)
+		CT_PROBE(evict, t, *evicted, n);
+	return err;
 }
 
 CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
@@ -408,10 +414,12 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
 	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
-	if (ret == 1)
+	if (ret == 1) {
 		memset(cur, 0, sizeof(*cur));
-	else
+		CT_PROBE(scan_pass, t, cur);
+	} else {
 		cur->opaque[0] = ct_cursor_tag(t);
+	}
 	return ret;
 }
 

@@ -58,6 +58,7 @@
 #include "evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /*
@@ -632,6 +633,8 @@ static void xh_resize_step(struct ct_exthash *x)
 			ct_rcu_assign(x->dir, p);
 			xh_set_pending(x, NULL);
 			x->dir_resizes++;
+			CT_PROBE(exthash_dir_resize, x, (size_t)1 << d->depth,
+				 (size_t)1 << p->depth);
 			x->base.flavor->update_call_rcu(&d->rcu,
 							xh_dir_free_rcu);
 		}
@@ -689,6 +692,7 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	xh_publish(x, s->succ[1]);
 	x->splits++;
 	x->splitting--;
+	CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
 	batch = xh_retire_locked(x, s);
@@ -799,6 +803,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	x->nd[l - 1]++;
 	x->nb--;
 	x->merges++;
+	CT_PROBE(exthash_merge, x, l - 1, x->nb);
 	*halve = *halve || xh_shrink_ok(x);
 	s->dead = 1;	/* I3 */
 	o->dead = 1;

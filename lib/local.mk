@@ -11,6 +11,7 @@ lib_libconntab_la_SOURCES = \
 	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h \
 	lib/evict.c lib/evict.h \
 	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/probes.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
 	lib/split.c \
@@ -18,5 +19,8 @@ lib_libconntab_la_SOURCES = \
 	lib/trie.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# Symbol versions: lib/libconntab.map (doc/releasing.md).
 lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
-	-no-undefined
+	-no-undefined -Wl,--version-script=$(srcdir)/lib/libconntab.map
+EXTRA_lib_libconntab_la_DEPENDENCIES = lib/libconntab.map
+EXTRA_DIST += lib/libconntab.map

@@ -59,6 +59,7 @@
 #include "evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /* Smallest table, for expected = 0. */
@@ -152,10 +153,11 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
 	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
 	struct conntab_node **pprev, *old;
+	size_t nest, ntw;
 
-	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev))
+	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest))
 		return -EEXIST;
-	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev);
+	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev, &ntw);
 	if (old) {
 		if (!recycled)
 			return -EEXIST;
@@ -177,6 +179,8 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 		return -ENOSPC;
 	ct_chain_push(est, n);
 	ct_stripe_add(s, 1, 0);
+	/* A miss in this bucket passes both chains. */
+	ct_probe_chain(t, h, nest + 1 + ntw);
 	return 0;
 }
 

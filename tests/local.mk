@@ -249,3 +249,11 @@ tests_test_trie_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
 tests_test_trie_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 	$(PTHREAD_LIBS)
 
+# USDT probes (lib/probes.h): readelf -n lists them; under gdb,
+# tests/probes-drive makes each one fire (skipped without <sys/sdt.h>).
+check_PROGRAMS += tests/probes-drive
+tests_probes_drive_SOURCES = tests/probes-drive.c
+tests_probes_drive_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_probes_drive_LDADD = lib/libconntab.la $(URCU_LIBS)
+TESTS += tests/test-probes.sh
+EXTRA_DIST += tests/test-probes.sh
