@@ -21,9 +21,10 @@
 #     then come one at a time, each waited for until it shows in
 #     TIME_WAIT: each evicts the last one's TIME_WAIT entry, never an
 #     established connection. With the table full of established
-#     connections, a newcomer evicts the idlest, the first idle one, whose
-#     loop then closes it (the client sees the close); the busy one and
-#     all the others still answer.
+#     connections, a newcomer evicts an idle one (the idlest, the first,
+#     unless a lock held elsewhere kept it out of the sample), whose loop
+#     then closes it (the client sees the close); the busy one and all the
+#     others still answer.
 #  6. wrk -c 40 against --max-conns 16: the server keeps answering
 #     (/stats polled during and after the run), evicts, and no /stats ever
 #     shows more than 16 entries.
@@ -256,13 +257,18 @@ for want in (rounds, rounds + 1):
         fail("held newcomer: " + json.dumps(st))
 if st["evicted_established"] != 1:
     fail("idlest not evicted: " + json.dumps(st))
-if get(idle[0], "/") is not None:
-    fail("the idlest connection was not closed")
-for i, s in enumerate(idle[1:] + held):
+# The victim is idle[0] when the sample was the whole table; a stripe
+# another thread held for all of the sampler's spin is left out
+# (conntab_insert_evict(3)), so allow any idle one, never busy or held.
+closed = [i for i, s in enumerate(idle) if get(s, "/") is None]
+if len(closed) != 1:
+    fail("idle connections closed: %s" % closed)
+for i, s in enumerate(held):
     if not answers(s):
-        fail("connection %d evicted" % (i + 1))
-print("  eviction: %d TIME_WAIT entries, then the idlest of %d established"
-      " connections; the busy one answered %d polls" % (rounds, cap, polls))
+        fail("held connection %d evicted" % i)
+print("  eviction: %d TIME_WAIT entries, then idle connection %d of %d "
+      "established (the idlest is 0); the busy one answered %d polls" %
+      (rounds, closed[0], cap, polls))
 EOF
 }
 

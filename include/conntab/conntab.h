@@ -423,7 +423,10 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * As conntab_insert(), except when the table holds max_entries: then the
  * library offers @p rank a sample of at least 8 nodes (all of them when
  * the table holds fewer), chosen without regard to their keys' values, at
- * a cost of O(sample) cache misses and no scan of the table. @p rank says
+ * a cost of O(sample) cache misses and no scan of the table. Parts of the
+ * table whose lock another writer holds for longer than a short spin are
+ * left out of the sample rather than waited for (two evictions could wait
+ * for each other). @p rank says
  * how willing the application is to lose a node: negative means never (an
  * assured connection), otherwise larger means sooner (idle time, TIME_WAIT
  * first, ...). The node with the largest non-negative rank is unlinked and
