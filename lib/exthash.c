@@ -102,8 +102,25 @@
  */
 #define XH_RETIRE_MIN	8
 #define XH_RETIRE_MAX	1024
-/* Directory slots copied per writer call while a resize is pending. */
-#define XH_COPY_STEP	1024
+/*
+ * Directory slots copied per writer call while a resize is pending. A
+ * test build (lib/local.mk) copies CT_XH_COPY_STEP slots every
+ * CT_XH_COPY_EVERY calls instead, so that resizes stay pending across most
+ * of the splits and merges of a table, and counts the updates xh_publish()
+ * makes to the filled part of a pending directory, which it then makes
+ * thousands of times (tests/test-exthash-copystep).
+ */
+#ifdef CT_XH_COPY_STEP
+# define XH_COPY_STEP	CT_XH_COPY_STEP
+# define XH_COPY_EVERY	CT_XH_COPY_EVERY
+unsigned long ct_xh_fill_updates;
+# define xh_count_fill_update() \
+	__atomic_fetch_add(&ct_xh_fill_updates, 1, __ATOMIC_RELAXED)
+#else
+# define XH_COPY_STEP	1024
+# define XH_COPY_EVERY	1
+# define xh_count_fill_update()	do { } while (0)
+#endif
 /*
  * The directory doubles while it has at most 2 slots per segment, and
  * halves once no segment uses its full depth and it has more than 8 slots
@@ -165,6 +182,7 @@ struct ct_exthash {
 	/* Taken by splits, merges and resize steps. */
 	uint32_t dir_lock __attribute__((aligned(CT_CACHELINE)));
 	size_t fill;			/* slots of pending filled */
+	unsigned long copy_calls;	/* test builds: XH_COPY_EVERY */
 	size_t nb;			/* live segments */
 	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
 	size_t splits, merges, dir_resizes, splitting;
@@ -441,6 +459,8 @@ static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 	hi = (size_t)(s->prefix + 1) << (p->depth - s->depth);
 	if (hi > x->fill)
 		hi = x->fill;
+	if (lo < hi)
+		xh_count_fill_update();
 	for (i = lo; i < hi; i++)
 		p->slot[i] = s;		/* p is unpublished: private */
 }
@@ -613,6 +633,9 @@ static void xh_resize_step(struct ct_exthash *x)
 	size_t i, end, size;
 
 	if (!__atomic_load_n(&x->pending, __ATOMIC_RELAXED) ||
+	    (XH_COPY_EVERY > 1 &&
+	     __atomic_add_fetch(&x->copy_calls, 1, __ATOMIC_RELAXED) %
+	     XH_COPY_EVERY) ||
 	    !ct_spin_trylock(&x->dir_lock))
 		return;
 	p = x->pending;

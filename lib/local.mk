@@ -24,3 +24,14 @@ lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
 	-no-undefined -Wl,--version-script=$(srcdir)/lib/libconntab.map
 EXTRA_lib_libconntab_la_DEPENDENCIES = lib/libconntab.map
 EXTRA_DIST += lib/libconntab.map
+
+# The library again, with the exthash directory copied one slot every 64
+# writer calls (CT_XH_COPY_STEP, CT_XH_COPY_EVERY), so that resizes stay
+# pending across most splits and merges, which keep updating the filled
+# part of the pending directory: tests/test-exthash-copystep. Not
+# installed.
+check_LTLIBRARIES = lib/libconntab-copystep.la
+lib_libconntab_copystep_la_SOURCES = $(lib_libconntab_la_SOURCES)
+lib_libconntab_copystep_la_CPPFLAGS = $(lib_libconntab_la_CPPFLAGS) \
+	-DCT_XH_COPY_STEP=1 -DCT_XH_COPY_EVERY=64
+lib_libconntab_copystep_la_CFLAGS = $(lib_libconntab_la_CFLAGS)

@@ -239,6 +239,18 @@ tests_test_exthash_resize_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_exthash_resize_LDADD = lib/libconntab.la $(URCU_LIBS) \
 	$(PTHREAD_LIBS)
 
+# The same, against lib/libconntab-copystep.la (one directory slot copied
+# per writer call): the filled part of a pending directory kept up to
+# date thousands of times (lib/local.mk).
+check_PROGRAMS += tests/test-exthash-copystep
+TESTS += tests/test-exthash-copystep
+tests_test_exthash_copystep_SOURCES = tests/test-exthash-resize.c
+tests_test_exthash_copystep_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
+	-DT_COPY_STEP
+tests_test_exthash_copystep_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_exthash_copystep_LDADD = lib/libconntab-copystep.la $(URCU_LIBS) \
+	$(PTHREAD_LIBS)
+
 # CONNTAB_TRIE: its own tests (adversarial key sets, prefix walks for every
 # backend, concurrency).
 check_PROGRAMS += tests/test-trie
