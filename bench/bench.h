@@ -23,6 +23,10 @@
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64
 #define B_MAX_IMPLS	16
+#define B_MAX_ZIPF	8
+#define B_MAX_BATCH	64	/* the largest batch a workload asks for */
+#define B_STREAM_BATCH	16	/* batch (receive burst) of the traffic streams */
+#define B_READ_CHUNK	64	/* lookups per read-side critical section */
 
 struct bench_impl;
 
@@ -35,6 +39,10 @@ struct bench_opts {
 	unsigned int threads;	/* reader threads for churn / grow / timewait */
 	unsigned int reps;	/* repetitions, median reported */
 	bool pin, v6, json, table, quick, zero_secret;
+	bool cpu_clock;		/* time with the thread's CPU clock */
+	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
+	unsigned int nzipf;
+	double train_mean;	/* mean packets per train */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
 	const char *plot;	/* SVG file for gnuplot, or NULL */
@@ -54,6 +62,8 @@ enum b_workload {
 	W_TIMEWAIT,
 	W_MEMORY,
 	W_FLOOD,
+	W_ZIPF,
+	W_TRAINS,
 	W_COUNT
 };
 
@@ -92,12 +102,29 @@ void b_record(const struct bench_result *r);
 void b_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Timing and small helpers (bench/util.c). */
-static inline uint64_t b_now_ns(void)
+static inline uint64_t b_clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wall-clock time: for paces, deadlines and throughput. */
+static inline uint64_t b_now_ns(void)
+{
+	return b_clock_ns(CLOCK_MONOTONIC);
+}
+
+/*
+ * The clock the timed sections of one thread read: wall time, or with
+ * --clock cpu the thread's CPU time, which leaves out the slices other
+ * processes ran in on a shared machine (cache interference still shows).
+ */
+static inline uint64_t b_time_ns(void)
+{
+	return b_clock_ns(b_opts.cpu_clock ? CLOCK_THREAD_CPUTIME_ID
+					   : CLOCK_MONOTONIC);
 }
 
 uint64_t b_rand(uint64_t *state);
@@ -107,6 +134,17 @@ size_t b_heap_bytes(void);	/* bytes malloc has handed out (mallinfo2) */
 double b_median(double *v, unsigned int k, double *min, double *max);
 void b_pin_self(unsigned int cpu);
 size_t b_l3_bytes(void);
+
+/* Zipf ranks and geometric lengths (bench/zipf.c). */
+struct b_zipf {
+	double s, n, h_x1, h_n, squeeze;
+};
+
+void b_zipf_init(struct b_zipf *z, size_t n, double s);
+size_t b_zipf_draw(const struct b_zipf *z, uint64_t *rng);	/* 0..n-1 */
+double b_zipf_p1(size_t n, double s);
+size_t b_geometric(double mean, uint64_t *rng);
+double b_uniform(uint64_t *rng);
 
 /* Keys (bench/keys.c). */
 void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,

@@ -6,6 +6,7 @@ bench_conntab_bench_SOURCES = \
 	bench/main.c bench/bench.h \
 	bench/report.c bench/util.c bench/keys.c \
 	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
+	bench/stream.c bench/zipf.c bench/traffic.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
 # share with the library, so that every table hashes alike.

@@ -36,6 +36,8 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_TIMEWAIT] = "timewait",
 	[W_MEMORY] = "memory",
 	[W_FLOOD] = "flood",
+	[W_ZIPF] = "zipf",
+	[W_TRAINS] = "trains",
 };
 
 static bool impl_selected(const char *name)
@@ -154,6 +156,27 @@ static int parse_sizes(const char *arg)
 	return b_opts.nn ? 0 : -1;
 }
 
+/* "0.8,1.0,1.2": Zipf exponents in [0, 10]. */
+static int parse_zipf(const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save, *end;
+	int err = 0;
+
+	b_opts.nzipf = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !err;
+	     tok = strtok_r(NULL, ",", &save)) {
+		double s = strtod(tok, &end);
+
+		if (*end || end == tok || !(s >= 0 && s <= 10) ||
+		    b_opts.nzipf == B_MAX_ZIPF)
+			err = -1;
+		else
+			b_opts.zipf[b_opts.nzipf++] = s;
+	}
+	free(copy);
+	return err || !b_opts.nzipf ? -1 : 0;
+}
+
 static int parse_workloads(const char *arg)
 {
 	char *copy = strdup(arg), *tok, *save;
@@ -189,11 +212,16 @@ static void usage(FILE *f)
 "  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
-"                     insert remove churn grow timewait memory flood\n"
-"                     (default all)\n"
+"                     insert remove churn grow timewait memory flood zipf\n"
+"                     trains (default all)\n"
 "  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
 "                     every backend this library has, and every peer)\n"
-"  --threads N        reader threads in churn/grow/timewait (default 2)\n"
+"  --threads N        reader threads in churn/grow/timewait, and readers\n"
+"                     of zipf/trains besides one thread (default 2)\n"
+"  --zipf S[,S...]    Zipf exponents of zipf and trains (default 1.0)\n"
+"  --train MEAN       mean packets per train in trains (default 4)\n"
+"  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
+"                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
 "  --reps K           repetitions, the median is reported (default 5)\n"
 "  --pin              pin threads to CPUs\n"
@@ -222,10 +250,14 @@ static void parse(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 'T' },
 		{ "plot", required_argument, NULL, 'P' },
+		{ "zipf", required_argument, NULL, 'z' },
+		{ "train", required_argument, NULL, 'L' },
+		{ "clock", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool n_set = false;
+	char *end;
 	int c;
 
 	b_opts.workloads = (1ul << W_COUNT) - 1;
@@ -233,6 +265,9 @@ static void parse(int argc, char **argv)
 	b_opts.reps = 5;
 	b_opts.write_rate = 50000;
 	b_opts.seed = b_now_ns();
+	b_opts.zipf[0] = 1.0;
+	b_opts.nzipf = 1;
+	b_opts.train_mean = 4;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': b_opts.quick = true; break;
@@ -274,6 +309,22 @@ static void parse(int argc, char **argv)
 		case 'j': b_opts.json = true; break;
 		case 'T': b_opts.table = true; break;
 		case 'P': b_opts.plot = optarg; break;
+		case 'z':
+			if (parse_zipf(optarg))
+				goto bad;
+			break;
+		case 'L':
+			b_opts.train_mean = strtod(optarg, &end);
+			if (*end || !(b_opts.train_mean >= 1 &&
+				      b_opts.train_mean <= 1e6))
+				goto bad;
+			break;
+		case 'c':
+			if (!strcmp(optarg, "cpu"))
+				b_opts.cpu_clock = true;
+			else if (strcmp(optarg, "wall"))
+				goto bad;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -311,11 +362,12 @@ int main(int argc, char **argv)
 		b_opts.table = false;
 	if (!b_opts.json) {
 		printf("# conntab-bench %s keys, secret %s, seed %llu, "
-		       "median of %u, threads %u%s\n",
+		       "median of %u, threads %u%s, %s clock\n",
 		       b_opts.v6 ? "IPv6" : "IPv4",
 		       b_opts.zero_secret ? "zero" : "random",
 		       (unsigned long long)b_opts.seed, b_opts.reps,
-		       b_opts.threads, b_opts.pin ? ", pinned" : "");
+		       b_opts.threads, b_opts.pin ? ", pinned" : "",
+		       b_opts.cpu_clock ? "cpu" : "wall");
 	}
 	b_report_header();
 	for (s = 0; s < b_opts.nn; s++) {

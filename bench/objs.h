@@ -33,10 +33,27 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want);
 
-/* keys[0..n) looked up one at a time, repeated to m lookups; ns/lookup. */
+/* Lookups per repetition of a lookup workload at N keys. */
+size_t b_lookups_per_rep(size_t n);
+
+/* bench/stream.c: keys[0..n) looked up, repeated to m lookups; ns/lookup. */
 double b_run_lookup(const struct bench_impl *im, void *t,
 		    const struct conntab_key *keys, size_t n, size_t m,
 		    size_t *found);
+double b_run_batch(const struct bench_impl *im, void *t,
+		   const struct conntab_key *keys, size_t n, size_t m,
+		   size_t bs, size_t *found);
+/*
+ * keys[0..n) replayed on every table, repetitions interleaved: rows
+ * @name (one at a time) and @name-b16 (batches), one thread and, with
+ * --threads > 1, that many readers at once; reported at table size @size.
+ */
+void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
+		      const struct conntab_key *keys, size_t n, size_t size);
+
+/* bench/traffic.c: zipf and trains on the tables of b_run_single. */
+void b_run_traffic(struct bench_table *tb, size_t ni,
+		   const struct bench_keys *k);
 
 void b_result(const struct bench_impl *im, const char *wl, size_t n,
 	      unsigned int threads, double *v, const char *unit, int kind,

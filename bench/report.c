@@ -191,29 +191,32 @@ void b_report_flush(void)
 	fflush(stdout);
 }
 
+/* How a target compares the measured value with its threshold. */
+enum { T_LE, T_LT, T_GE };
+
 static void target(const char *name, const char *impl, double measured,
-		   double threshold, bool lower_is_better, const char *note)
+		   double threshold, int cmp, const char *note)
 {
+	static const char *const op[] = { "<=", "<", ">=" };
 	const char *verdict;
+	bool ok;
 	char m[32], t[32];
 
+	ok = cmp == T_LE ? measured <= threshold :
+	     cmp == T_LT ? measured < threshold : measured >= threshold;
 	if (isnan(measured))
 		verdict = "n/a";
-	else if (lower_is_better ? measured <= threshold
-				 : measured >= threshold)
-		verdict = "met";
 	else
-		verdict = "missed";
+		verdict = ok ? "met" : "missed";
 	fmt(m, sizeof(m), measured);
 	fmt(t, sizeof(t), threshold);
 	if (b_opts.json)
 		printf("{\"target\":\"%s\",\"impl\":\"%s\",\"measured\":%s,"
 		       "\"threshold\":\"%s %s\",\"verdict\":\"%s\"}\n",
-		       name, impl, m, lower_is_better ? "<=" : ">=", t,
-		       verdict);
+		       name, impl, m, op[cmp], t, verdict);
 	else
-		printf("# %-24s %-8s %8s  %s %-5s %-6s %s\n", name, impl, m,
-		       lower_is_better ? "<=" : ">=", t, verdict, note);
+		printf("# %-24s %-8s %8s  %-2s %-5s %-6s %s\n", name, impl, m,
+		       op[cmp], t, verdict, note);
 }
 
 /* The size the targets are stated at: 1M if it ran, else the smallest. */
@@ -228,6 +231,70 @@ static size_t target_n(void)
 		if (!best || b_opts.n[i] < best)
 			best = b_opts.n[i];
 	return best;
+}
+
+/* The smallest value of @wl among conntab's backends (*@best: which). */
+static double best_backend(const struct bench_impl **im, size_t ni,
+			   const char *wl, size_t n, const char **best)
+{
+	double v = NAN, x;
+	size_t i;
+
+	*best = "-";
+	for (i = 0; i < ni; i++) {
+		if (!(im[i]->flags & BI_CONNTAB))
+			continue;
+		x = value_of(wl, im[i]->name, n, 1);
+		if (!isnan(x) && (isnan(v) || x < v)) {
+			v = x;
+			*best = im[i]->name;
+		}
+	}
+	return v;
+}
+
+/*
+ * Real traffic (Dumazet, 2007: "search time under 100 ns, for real
+ * traffic"), at Zipf 1.0 and one thread: the best backend under 100 ns
+ * one at a time and 50 ns in batches of 16, and every backend ahead of
+ * both peers (its time under the faster peer's) on zipf and trains.
+ */
+static void targets_traffic(const struct bench_impl **im, size_t ni,
+			    size_t n)
+{
+	static const char *const wl[] = { "zipf-s1.00", "trains-s1.00" };
+	const char *best, *note = "(needs --zipf 1.0)";
+	char name[32];
+	double v, peer;
+	size_t i, w;
+
+	for (i = 0; i < nres; i++)
+		if (!strncmp(res[i].workload, "zipf-", 5) ||
+		    !strncmp(res[i].workload, "trains-", 7))
+			break;
+	if (i == nres)
+		return;
+	for (i = 0; i < b_opts.nzipf; i++)
+		if (b_opts.zipf[i] == 1.0)
+			note = "";
+	v = best_backend(im, ni, "zipf-s1.00", n, &best);
+	target("zipf-s1.00 ns/lookup", best, v, 100, T_LT,
+	       *note ? note : "(best backend, one at a time)");
+	v = best_backend(im, ni, "zipf-s1.00-b16", n, &best);
+	target("zipf-s1.00-b16 ns/lookup", best, v, 50, T_LT,
+	       *note ? note : "(best backend, batches of 16)");
+	for (w = 0; w < 2; w++) {
+		peer = fmin(value_of(wl[w], "lfht", n, 1),
+			    value_of(wl[w], "ck_ht", n, 1));
+		snprintf(name, sizeof(name), "%s/peers", wl[w]);
+		for (i = 0; i < ni; i++)
+			if (im[i]->flags & BI_CONNTAB)
+				target(name, im[i]->name,
+				       value_of(wl[w], im[i]->name, n, 1) /
+				       peer, 1, T_LT,
+				       *note ? note : "(vs the faster of "
+				       "lfht, ck_ht)");
+	}
 }
 
 void b_report_targets(void)
@@ -249,34 +316,36 @@ void b_report_targets(void)
 			bestv = x;
 		}
 	}
-	target("lookup/lfht", best ? best : "-",
-	       bestv / value_of("lookup", "lfht", n, 1), 0.40, true,
-	       "(best hash backend)");
+	if (best)
+		target("lookup/lfht", best,
+		       bestv / value_of("lookup", "lfht", n, 1), 0.40, T_LE,
+		       "(best hash backend)");
 	for (i = 0; i < ni; i++) {
 		const char *nm = im[i]->name;
 
 		if (!(im[i]->flags & BI_CONNTAB) || !find("lookup", nm, n, 1))
 			continue;
 		target("lookup/lfht", nm, value_of("lookup", nm, n, 1) /
-		       value_of("lookup", "lfht", n, 1), 0.40, true, "");
+		       value_of("lookup", "lfht", n, 1), 0.40, T_LE, "");
 		target("lookup-dep/floor-dep", nm,
 		       value_of("lookup-dep", nm, n, 1) /
-		       value_of("floor", "dependent", n, 1), 2.0, true, "");
+		       value_of("floor", "dependent", n, 1), 2.0, T_LE, "");
 		target("batch16/floor-16streams", nm,
 		       value_of("batch16", nm, n, 1) /
-		       value_of("floor", "16-streams", n, 1), 2.5, true, "");
+		       value_of("floor", "16-streams", n, 1), 2.5, T_LE, "");
 		target("insert/lfht", nm, value_of("insert", nm, n, 1) /
-		       value_of("insert", "lfht", n, 1), 0.35, true, "");
+		       value_of("insert", "lfht", n, 1), 0.35, T_LE, "");
 		target("remove/lfht", nm, value_of("remove", nm, n, 1) /
-		       value_of("remove", "lfht", n, 1), 0.35, true, "");
+		       value_of("remove", "lfht", n, 1), 0.35, T_LE, "");
 		target("churn 2r/1r lookups/s", nm,
-		       value_of("churn-scale", nm, n, 2), 1.9, false, "");
+		       value_of("churn-scale", nm, n, 2), 1.9, T_GE, "");
 		target("memory B/entry", nm, value_of("memory", nm, n, 1),
-		       16, true, "");
+		       16, T_LE, "");
 		target("lookup 16M/1M", nm, value_of("lookup", nm, big, 1) /
-		       value_of("lookup", nm, 1u << 20, 1), 1.5, true,
+		       value_of("lookup", nm, 1u << 20, 1), 1.5, T_LE,
 		       find("lookup", nm, big, 1) ? "" : "(needs --n 1M,16M)");
 	}
+	targets_traffic(im, ni, n);
 	fflush(stdout);
 }
 

@@ -15,7 +15,7 @@
  *            tw entries, with readers looking up every key meanwhile
  *            (every lookup must hit: the replacements are atomic).
  *
- * Readers take the read lock once per B_RD_CHUNK lookups, as in the
+ * Readers take the read lock once per B_READ_CHUNK lookups, as in the
  * single-threaded workloads, so their ns/lookup compare with `lookup`.
  */
 #include "config.h"
@@ -30,7 +30,6 @@
 #include "impl.h"
 #include "objs.h"
 
-#define B_RD_CHUNK	64
 /* The writer removes what it inserted this many steps ago. */
 #define B_CHURN_LAG	1024
 #define B_CHURN_POOL	8192	/* writer nodes reused after a grace period */
@@ -70,7 +69,7 @@ static void *reader_fn(void *arg)
 				continue;
 		}
 		rcu_read_lock();
-		for (j = 0; j < B_RD_CHUNK; j++) {
+		for (j = 0; j < B_READ_CHUNK; j++) {
 			void *p;
 
 			if (r->limit)
@@ -82,7 +81,7 @@ static void *reader_fn(void *arg)
 			miss += !p;
 		}
 		rcu_read_unlock();
-		done += B_RD_CHUNK;
+		done += B_READ_CHUNK;
 		__atomic_store_n(&r->lookups, done, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->misses, miss, __ATOMIC_RELAXED);
 	}

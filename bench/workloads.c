@@ -4,10 +4,9 @@
  * batch, memory (one table built per implementation and size) and insert /
  * remove (a fresh table per repetition).
  *
- * Every result of a lookup is accumulated into a sink and the hits are
- * counted and checked, so the compiler cannot drop a lookup and a broken
- * implementation cannot look fast. Readers take the read lock once per
- * B_READ_CHUNK lookups, the same for every implementation.
+ * The lookups go through bench/stream.c's runners (the dependent chain
+ * has its own loop, which takes the read lock as they do), and the hits
+ * are checked.
  */
 #include "config.h"
 
@@ -20,14 +19,11 @@
 #include "impl.h"
 #include "objs.h"
 
-#define B_READ_CHUNK	64
 /* Lookups per repetition: all keys, at least 1M and at most 4M. */
 #define B_MIN_LOOKUPS	(1u << 20)
 #define B_MAX_LOOKUPS	(4u << 20)
 
-volatile uintptr_t b_sink;
-
-static size_t lookups_per_rep(size_t n)
+size_t b_lookups_per_rep(size_t n)
 {
 	if (n < B_MIN_LOOKUPS)
 		return B_MIN_LOOKUPS / n * n;
@@ -78,37 +74,6 @@ void b_check_found(const struct bench_impl *im, const char *what,
 			 found, want);
 }
 
-/* Random hits, one at a time: independent lookups may overlap. */
-double b_run_lookup(const struct bench_impl *im, void *t,
-		    const struct conntab_key *keys, size_t n, size_t m,
-		    size_t *found)
-{
-	size_t done, i, j, len, hit = 0;
-	uintptr_t acc = 0;
-	uint64_t t0 = b_now_ns();
-
-	for (done = 0; done < m; done += len) {
-		len = m - done < n ? m - done : n;
-		for (i = 0; i < len; i += B_READ_CHUNK) {
-			size_t end = i + B_READ_CHUNK < len ? i + B_READ_CHUNK
-							    : len;
-
-			rcu_read_lock();
-			for (j = i; j < end; j++) {
-				void *p = im->lookup(t, &keys[j]);
-
-				acc += (uintptr_t)p;
-				hit += p != NULL;
-			}
-			rcu_read_unlock();
-		}
-	}
-	t0 = b_now_ns() - t0;
-	b_sink += acc;
-	*found = hit;
-	return (double)t0 / (double)m;
-}
-
 /*
  * Dependent chain: the address of each key is computed from the previous
  * result (its top bit, always 0 for a user-space pointer, but the compiler
@@ -121,7 +86,7 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 {
 	size_t done, i, len, hit = 0;
 	const struct conntab_key *kp;
-	uint64_t t0 = b_now_ns();
+	uint64_t t0 = b_time_ns();
 	void *p = NULL;
 
 	for (done = 0; done < m; done += len) {
@@ -139,35 +104,8 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 		}
 		rcu_read_unlock();
 	}
-	t0 = b_now_ns() - t0;
+	t0 = b_time_ns() - t0;
 	b_sink += (uintptr_t)p;
-	*found = hit;
-	return (double)t0 / (double)m;
-}
-
-static double run_batch(const struct bench_impl *im, void *t,
-			const struct conntab_key *keys, size_t n, size_t m,
-			size_t bs, size_t *found)
-{
-	void *out[64];
-	size_t done, i, len, hit = 0;
-	uintptr_t acc = 0;
-	uint64_t t0;
-
-	m = m / bs * bs;
-	n = n / bs * bs;
-	t0 = b_now_ns();
-	for (done = 0; done < m; done += len) {
-		len = m - done < n ? m - done : n;
-		for (i = 0; i < len; i += bs) {
-			rcu_read_lock();
-			hit += im->batch(t, &keys[i], out, bs);
-			rcu_read_unlock();
-			acc += (uintptr_t)out[0] + (uintptr_t)out[bs - 1];
-		}
-	}
-	t0 = b_now_ns() - t0;
-	b_sink += acc;
 	*found = hit;
 	return (double)t0 / (double)m;
 }
@@ -265,7 +203,7 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 			 const struct bench_keys *k,
 			 const struct conntab_key *mix, size_t want)
 {
-	size_t n = k->n, m = lookups_per_rep(n), found = 0, exp = m;
+	size_t n = k->n, m = b_lookups_per_rep(n), found = 0, exp = m, bs;
 	const struct bench_impl *im = tb->im;
 	double ns = 0;
 
@@ -283,10 +221,11 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 		break;
 	case LK_B16:
 	case LK_B64:
-		ns = run_batch(im, tb->t, k->order, n, m,
-			       kind == LK_B16 ? 16 : 64, &found);
-		exp = m / (kind == LK_B16 ? 16 : 64) *
-		      (kind == LK_B16 ? 16 : 64);
+		bs = kind == LK_B16 ? 16 : 64;
+		/* Whole batches only: every one measures bs keys. */
+		exp = m / bs * bs;
+		ns = b_run_batch(im, tb->t, k->order, n / bs * bs, exp, bs,
+				 &found);
 		break;
 	}
 	b_check_found(im, lk_kinds[kind].name, found, exp);
@@ -310,7 +249,8 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 
 	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
 	      b_want(W_LOOKUP_MISS) || b_want(W_LOOKUP_COLD) ||
-	      b_want(W_BATCH) || b_want(W_MEMORY)))
+	      b_want(W_BATCH) || b_want(W_MEMORY) || b_want(W_ZIPF) ||
+	      b_want(W_TRAINS)))
 		return;
 	for (i = 0; i < ni; i++) {
 		size_t heap0;
@@ -353,6 +293,7 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 				 "ns/op", lk_kinds[kind].ratio, false);
 	}
 	free(mix);
+	b_run_traffic(tb, ni, k);
 	for (i = 0; i < ni; i++) {
 		im[i]->destroy(tb[i].t);
 		b_objs_free(&tb[i].o);
@@ -386,16 +327,16 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 				exit(1);
 			}
 			fail = 0;
-			t0 = b_now_ns();
+			t0 = b_time_ns();
 			for (i = 0; i < n; i++)
 				fail += im[j]->insert(t, b_obj(&o[j], k, i),
 						      &k->keys[i]) != 0;
-			vi[j][rep] = (double)(b_now_ns() - t0) / (double)n;
-			t0 = b_now_ns();
+			vi[j][rep] = (double)(b_time_ns() - t0) / (double)n;
+			t0 = b_time_ns();
 			for (i = 0; i < n; i++)
 				fail += im[j]->remove(t,
 						b_obj(&o[j], k, i)) != 0;
-			vr[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			vr[j][rep] = (double)(b_time_ns() - t0) / (double)n;
 			b_check_found(im[j], "insert/remove", 2 * n - fail,
 				      2 * n);
 			im[j]->destroy(t);
