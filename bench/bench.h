@@ -18,6 +18,8 @@
 #include <urcu.h>	/* memb flavor: every peer runs on the same one */
 #include <conntab/conntab.h>
 
+#include "capture.h"
+
 #define B_LINE		64
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
@@ -43,6 +45,8 @@ struct bench_opts {
 	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */
+	const char *pcap;	/* capture to replay, or NULL */
+	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
 	const char *plot;	/* SVG file for gnuplot, or NULL */
@@ -64,6 +68,7 @@ enum b_workload {
 	W_FLOOD,
 	W_ZIPF,
 	W_TRAINS,
+	W_PCAP,
 	W_COUNT
 };
 
@@ -149,6 +154,9 @@ double b_uniform(uint64_t *rng);
 /* Keys (bench/keys.c). */
 void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
 		 bool zero_secret);
+/* Keys made elsewhere (a capture's flows): placed and ordered; k owns them. */
+void b_keys_adopt(struct bench_keys *k, struct conntab_key *keys, size_t n,
+		  uint64_t seed);
 void b_keys_free(struct bench_keys *k);
 
 /* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
@@ -162,6 +170,10 @@ void b_run_mt(const struct bench_impl **im, size_t ni,
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);
+
+/* bench/replay.c: the capture, read before the sizes run; its workload. */
+int b_pcap_load(void);
+void b_run_pcap(const struct bench_impl **im, size_t ni);
 
 /* Reporting (bench/report.c). */
 void b_report_header(void);

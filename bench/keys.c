@@ -35,20 +35,44 @@ static void b_key_random(struct conntab_key *k, bool v6, uint64_t *rng)
 	}
 }
 
+/*
+ * Object placement, lookup order and the run's secret for keys[0..n):
+ * what every workload needs beside the keys themselves.
+ */
+static void keys_place(struct bench_keys *k, uint64_t *rng, bool zero_secret)
+{
+	size_t i, n = k->n;
+	uint32_t *perm;
+
+	k->order = b_alloc(n * sizeof(*k->order));
+	k->slot = b_alloc(n * sizeof(*k->slot));
+	perm = b_alloc(n * sizeof(*perm));
+	for (i = 0; i < n; i++)
+		k->slot[i] = perm[i] = (uint32_t)i;
+	b_shuffle32(k->slot, n, rng);
+	b_shuffle32(perm, n, rng);
+	for (i = 0; i < n; i++)
+		k->order[i] = k->keys[perm[i]];
+	free(perm);
+	/* One secret per run, the same for every size and implementation. */
+	*rng = b_opts.seed ^ 0x5ec2e75ec2e7ull;
+	for (i = 0; i < 16; i += 8) {
+		uint64_t r = zero_secret ? 0 : b_rand(rng);
+
+		memcpy(&k->secret[i], &r, 8);
+	}
+}
+
 void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
 		 bool zero_secret)
 {
 	uint64_t rng = seed;
 	size_t i, na = n / 2 > 8192 ? n / 2 : 8192;
-	uint32_t *perm;
 
 	k->n = n;
 	k->nabsent = na;
 	k->keys = b_alloc(n * sizeof(*k->keys));
-	k->order = b_alloc(n * sizeof(*k->order));
 	k->absent = b_alloc(na * sizeof(*k->absent));
-	k->slot = b_alloc(n * sizeof(*k->slot));
-	perm = b_alloc(n * sizeof(*perm));
 	/*
 	 * 96 random bits per IPv4 key: a repeat among 16M keys has odds
 	 * near 2^-50, and a repeat would show as a failed insert.
@@ -57,20 +81,18 @@ void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
 		b_key_random(&k->keys[i], v6, &rng);
 	for (i = 0; i < na; i++)
 		b_key_random(&k->absent[i], v6, &rng);
-	for (i = 0; i < n; i++)
-		k->slot[i] = perm[i] = (uint32_t)i;
-	b_shuffle32(k->slot, n, &rng);
-	b_shuffle32(perm, n, &rng);
-	for (i = 0; i < n; i++)
-		k->order[i] = k->keys[perm[i]];
-	free(perm);
-	/* One secret per run, the same for every size and implementation. */
-	rng = b_opts.seed ^ 0x5ec2e75ec2e7ull;
-	for (i = 0; i < 16; i += 8) {
-		uint64_t r = zero_secret ? 0 : b_rand(&rng);
+	keys_place(k, &rng, zero_secret);
+}
 
-		memcpy(&k->secret[i], &r, 8);
-	}
+void b_keys_adopt(struct bench_keys *k, struct conntab_key *keys, size_t n,
+		  uint64_t seed)
+{
+	uint64_t rng = seed;
+
+	memset(k, 0, sizeof(*k));
+	k->n = n;
+	k->keys = keys;
+	keys_place(k, &rng, b_opts.zero_secret);
 }
 
 void b_keys_free(struct bench_keys *k)

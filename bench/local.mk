@@ -19,6 +19,13 @@ if HAVE_CK
 bench_conntab_bench_SOURCES += bench/impl-ck.c
 bench_conntab_bench_LDADD += -lck
 endif
+# The pcap workload, when configure found libpcap.
+bench_conntab_bench_SOURCES += bench/capture.h
+if HAVE_PCAP
+bench_conntab_bench_SOURCES += bench/capture.c bench/packet.c bench/replay.c
+bench_conntab_bench_CPPFLAGS += $(PCAP_CFLAGS)
+bench_conntab_bench_LDADD += $(PCAP_LIBS)
+endif
 
 # The default set: N = 1M and 4M, every workload.
 bench: bench/conntab-bench$(EXEEXT)
@@ -35,7 +42,14 @@ demo: bench/conntab-bench$(EXEEXT)
 # Smoke run at a tiny size: every workload and implementation must give
 # right answers (exit status); no timing is checked.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh doc/performance.md doc/lookup-vs-n.svg
+EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
+	doc/lookup-vs-n.svg
+
+# The pcap workload on a capture of loopback traffic that the test makes
+# with tcpdump while curl and wrk talk to examples/tcp-conntrack; skips
+# (77) without tcpdump, curl, libpcap or the permission to capture.
+TESTS += bench/test-pcap.sh
+EXTRA_DIST += bench/test-pcap.sh
 
 # Standalone lookup comparison of the split and chained backends (not
 # installed; the full benchmark is conntab-bench).

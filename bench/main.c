@@ -38,6 +38,7 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_FLOOD] = "flood",
 	[W_ZIPF] = "zipf",
 	[W_TRAINS] = "trains",
+	[W_PCAP] = "pcap",
 };
 
 static bool impl_selected(const char *name)
@@ -213,13 +214,16 @@ static void usage(FILE *f)
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
-"                     trains (default all)\n"
+"                     trains pcap (default all; with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
 "                     every backend this library has, and every peer)\n"
 "  --threads N        reader threads in churn/grow/timewait, and readers\n"
 "                     of zipf/trains besides one thread (default 2)\n"
 "  --zipf S[,S...]    Zipf exponents of zipf and trains (default 1.0)\n"
 "  --train MEAN       mean packets per train in trains (default 4)\n"
+"  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
+"  --local ADDR[/LEN] the capture's local side (default: who got the\n"
+"                     SYN, else the lower port)\n"
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
@@ -253,10 +257,12 @@ static void parse(int argc, char **argv)
 		{ "zipf", required_argument, NULL, 'z' },
 		{ "train", required_argument, NULL, 'L' },
 		{ "clock", required_argument, NULL, 'c' },
+		{ "pcap", required_argument, NULL, 'C' },
+		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool n_set = false;
+	bool n_set = false, w_set = false;
 	char *end;
 	int c;
 
@@ -279,6 +285,7 @@ static void parse(int argc, char **argv)
 		case 'w':
 			if (parse_workloads(optarg))
 				goto bad;
+			w_set = true;
 			break;
 		case 'i': b_opts.impls = optarg; break;
 		case 't':
@@ -319,6 +326,19 @@ static void parse(int argc, char **argv)
 				      b_opts.train_mean <= 1e6))
 				goto bad;
 			break;
+		case 'C':
+		case 'l':
+#ifdef HAVE_PCAP
+			if (c == 'C')
+				b_opts.pcap = optarg;
+			else if (b_prefix_parse(&b_opts.local, optarg))
+				goto bad;
+			break;
+#else
+			fprintf(stderr, "conntab-bench: built without libpcap: "
+				"no pcap workload\n");
+			exit(2);
+#endif
 		case 'c':
 			if (!strcmp(optarg, "cpu"))
 				b_opts.cpu_clock = true;
@@ -331,6 +351,17 @@ static void parse(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad;
+	/* A capture alone is replayed alone; pcap needs one. */
+	if (b_opts.pcap && !w_set)
+		b_opts.workloads = 1ul << W_PCAP;
+	if (!b_opts.pcap && b_want(W_PCAP)) {
+		if (w_set) {
+			fprintf(stderr, "conntab-bench: pcap needs --pcap "
+				"FILE\n");
+			exit(2);
+		}
+		b_opts.workloads &= ~(1ul << W_PCAP);
+	}
 	if (!n_set) {
 		b_opts.nn = 2;
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
@@ -369,8 +400,14 @@ int main(int argc, char **argv)
 		       b_opts.threads, b_opts.pin ? ", pinned" : "",
 		       b_opts.cpu_clock ? "cpu" : "wall");
 	}
+#ifdef HAVE_PCAP
+	if (b_opts.pcap && b_pcap_load())
+		return 1;
+#endif
 	b_report_header();
-	for (s = 0; s < b_opts.nn; s++) {
+	/* Every workload but pcap runs per size. */
+	for (s = 0; b_opts.workloads & ~(1ul << W_PCAP) && s < b_opts.nn;
+	     s++) {
 		size_t n = b_opts.n[s];
 
 		b_progress("n=%zu: keys", n);
@@ -388,6 +425,13 @@ int main(int argc, char **argv)
 		progress_done();
 		b_report_flush();
 	}
+#ifdef HAVE_PCAP
+	if (b_want(W_PCAP)) {
+		b_run_pcap(im, ni);
+		progress_done();
+		b_report_flush();
+	}
+#endif
 	b_report_targets();
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "

@@ -304,6 +304,12 @@ void b_report_targets(void)
 	const char *best = NULL;
 	double bestv = NAN, x;
 
+	/* Nothing ran at that size (a capture replayed alone). */
+	for (i = 0; i < nres; i++)
+		if (res[i].n == n && strcmp(res[i].workload, "floor"))
+			break;
+	if (i == nres)
+		return;
 	if (!b_opts.json)
 		printf("\n# targets at n=%zu, one thread, %s (ratios within "
 		       "this run)\n", n, b_opts.v6 ? "IPv6" : "IPv4");

@@ -1,24 +1,83 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # conntab-bench at a tiny size: every workload on every implementation
 # must find every present key, never miss one during grow or timewait,
 # and print one line per result. Times are not checked.
-set -e
+set -eu
 bench=${BENCH:-bench/conntab-bench}
+srcdir=${srcdir:-.}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# has REGEX: a line of $out matches.
+has() {
+	echo "$out" | grep -q "$1" || fail "no line matching '$1'"
+}
+
 out=$($bench --quick --n 4K --reps 1 --seed 7)
-echo "$out" | grep -q '^lookup	chained	4096	1	'
-echo "$out" | grep -q '^grow-misses	lfht	4096	1	0	'
-echo "$out" | grep -q '^# memory B/entry'
+has '^lookup	chained	4096	1	'
+has '^grow-misses	lfht	4096	1	0	'
+has '^# memory B/entry'
 # flood: both tables of a hash backend, and the ratio between them.
-echo "$out" | grep -q '^flood-known	chained	4096	1	'
-echo "$out" | grep -q '^flood-protection	chained	4096	1	.*	x	'
+has '^flood-known	chained	4096	1	'
+has '^flood-protection	chained	4096	1	.*	x	'
 # zipf and trains: one thread and two readers, one at a time and batched;
 # the draws were checked against their distributions (exit status).
-echo "$out" | grep -q '^zipf-s1.00	chained	4096	1	'
-echo "$out" | grep -q '^zipf-s1.00-b16	plain	4096	2	'
-echo "$out" | grep -q '^trains-s1.00	lfht	4096	2	'
-echo "$out" | grep -q '^# zipf-s1.00 ns/lookup'
+has '^zipf-s1.00	chained	4096	1	'
+has '^zipf-s1.00-b16	plain	4096	2	'
+has '^trains-s1.00	lfht	4096	2	'
+has '^# zipf-s1.00 ns/lookup'
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
-	grep -v '^{.*}$' && exit 1
+	grep -v '^{.*}$' && fail "a JSON line that is not an object"
+
+# pcap: a crafted capture whose every packet has a known fate
+# (bench/pcap-sample.sh), and files that are no capture.
+bash "$srcdir/bench/pcap-sample.sh" >"$tmp/sample.pcap"
+if ! $bench --pcap "$tmp/sample.pcap" --reps 1 >"$tmp/out" 2>"$tmp/err"; then
+	grep -q 'built without libpcap' "$tmp/err" || fail "pcap: $(cat "$tmp/err")"
+	echo "pcap: $(cat "$tmp/err")"
+	exit 0
+fi
+out=$(cat "$tmp/out")
+# count ROW VALUE: the capture's count.
+count() {
+	has "^pcap-$1	capture	5	1	$2	"
+}
+count flows 5
+count packets 8
+count skipped 9
+count not-ip 1
+count truncated 2
+count malformed 2
+count fragment 2
+count not-tcp-udp 2
+count endpoints 5
+# Every lookup hit (exit status), one thread and two readers, batched too.
+has '^pcap	exthash	5	1	'
+has '^pcap-b16	plain	5	2	'
+# The record cut at the end of the file is reported.
+grep -q 'truncated dump file' "$tmp/err" || fail "no word of the cut record"
+# --local turns F2, F3 and F4 to 10.0.0.3's side (bench/pcap-sample.sh).
+out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.3 --reps 1 \
+	--impl chained 2>/dev/null)
+count endpoints 4
+out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/8 --reps 1 \
+	--impl chained 2>/dev/null)
+count endpoints 5
+# Not a capture; a capture without a TCP or UDP packet; a bad --local.
+echo "not a capture" >"$tmp/text"
+! $bench --pcap "$tmp/text" 2>"$tmp/err" || fail "a text file replayed"
+grep -q 'not a capture' "$tmp/err" || fail "text: $(cat "$tmp/err")"
+head -c 24 "$tmp/sample.pcap" >"$tmp/empty.pcap"
+! $bench --pcap "$tmp/empty.pcap" 2>"$tmp/err" || fail "an empty capture"
+grep -q 'no TCP or UDP packet' "$tmp/err" || fail "empty: $(cat "$tmp/err")"
+! $bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/33 2>/dev/null ||
+	fail "--local 10.0.0.0/33 accepted"
+! $bench --workload pcap 2>/dev/null || fail "pcap without --pcap"
 exit 0
