@@ -42,6 +42,7 @@ struct bench_opts {
 	unsigned int reps;	/* repetitions, median reported */
 	bool pin, v6, json, table, quick, zero_secret;
 	bool cpu_clock;		/* time with the thread's CPU clock */
+	bool grown;		/* also every resizing impl grown from empty */
 	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */
@@ -138,6 +139,7 @@ void *b_alloc(size_t bytes);	/* line aligned, zeroed; exits on failure */
 size_t b_heap_bytes(void);	/* bytes malloc has handed out (mallinfo2) */
 double b_median(double *v, unsigned int k, double *min, double *max);
 void b_pin_self(unsigned int cpu);
+unsigned int b_cpu_other(unsigned int i);
 size_t b_l3_bytes(void);
 
 /* Zipf ranks and geometric lengths (bench/zipf.c). */

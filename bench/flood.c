@@ -48,6 +48,8 @@ static const uint8_t zero_secret[16];
 
 static bool flood_impl(const struct bench_impl *im)
 {
+	if (im->flags & BI_UNSIZED)	/* its sized twin is measured */
+		return false;
 	return !strcmp(im->name, "lfht") || !strcmp(im->name, "plain") ||
 	       (im->flags & BI_CT_HASH);
 }
@@ -103,11 +105,7 @@ static void flood_build(struct flood_table *ft, const struct bench_impl *im,
 
 	ft->tb.im = im;
 	b_objs_init(&ft->tb.o, im, nf + na);
-	t = im->create(im, nf, secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
+	t = b_create(im, nf, secret);
 	/* Objects in order: these lookups walk chains, not the heap. */
 	for (i = 0; i < nf; i++)
 		fail += im->insert(t, ft->tb.o.base + i * B_LINE,
@@ -131,19 +129,6 @@ static void flood_free(struct flood_table *ft)
 {
 	ft->tb.im->destroy(ft->tb.t);
 	b_objs_free(&ft->tb.o);
-}
-
-static void flood_depth(const struct bench_impl *im, const char *wl,
-			size_t nf, size_t depth)
-{
-	struct bench_result r = {
-		.impl = im->name, .n = nf, .threads = 1, .unit = "nodes",
-		.ratio_kind = R_NONE, .value = (double)depth,
-		.min = (double)depth, .max = (double)depth,
-	};
-
-	snprintf(r.workload, sizeof(r.workload), "%s", wl);
-	b_record(&r);
 }
 
 void b_run_flood(const struct bench_impl **im, size_t ni,
@@ -238,10 +223,10 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		r.max = mx;
 		b_record(&r);
 		if (fi[i]->flags & BI_CONNTAB) {
-			flood_depth(fi[i], "flood-depth-known", nf,
-				    ft[i][FL_KNOWN].depth);
-			flood_depth(fi[i], "flood-depth-random", nf,
-				    ft[i][FL_RANDOM].depth);
+			b_once_row(fi[i], "flood-depth-known", nf,
+				   (double)ft[i][FL_KNOWN].depth, "nodes");
+			b_once_row(fi[i], "flood-depth-random", nf,
+				   (double)ft[i][FL_RANDOM].depth, "nodes");
 		}
 		flood_free(&ft[i][FL_KNOWN]);
 		flood_free(&ft[i][FL_RANDOM]);

@@ -32,6 +32,12 @@
 #define BI_CT_HASH	0x4u
 /* One of conntab's own backends. */
 #define BI_CONNTAB	0x8u
+/*
+ * --grown: a BI_GROWS implementation under the name NAME-grown whose
+ * tables are created without a sizing hint, so that the single-threaded
+ * workloads measure it as grown from empty beside the sized one.
+ */
+#define BI_UNSIZED	0x10u
 
 struct bench_impl {
 	const char *name;

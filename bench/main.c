@@ -59,10 +59,14 @@ static bool impl_selected(const char *name)
 	return false;
 }
 
+/* --grown: the unsized twins, NAME-grown. */
+static struct bench_impl grown[B_MAX_IMPLS];
+static char grown_name[B_MAX_IMPLS][32];
+
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
 	const struct bench_impl *all[8];
-	size_t na = 0, n = 0, i;
+	size_t na = 0, n = 0, i, sel;
 
 	for (i = 0; i < 4; i++)
 		if (conntab_backend_available(b_impl_conntab[i].backend))
@@ -75,6 +79,17 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	for (i = 0; i < na && n < max; i++)
 		if (impl_selected(all[i]->name))
 			out[n++] = all[i];
+	sel = n;
+	for (i = 0; b_opts.grown && i < sel && n < max; i++) {
+		if (!(out[i]->flags & BI_GROWS))
+			continue;
+		grown[i] = *out[i];
+		snprintf(grown_name[i], sizeof(grown_name[i]), "%s-grown",
+			 out[i]->name);
+		grown[i].name = grown_name[i];
+		grown[i].flags |= BI_UNSIZED;
+		out[n++] = &grown[i];
+	}
 	return n;
 }
 
@@ -217,13 +232,16 @@ static void usage(FILE *f)
 "                     trains pcap (default all; with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
 "                     every backend this library has, and every peer)\n"
-"  --threads N        reader threads in churn/grow/timewait, and readers\n"
-"                     of zipf/trains besides one thread (default 2)\n"
+"  --threads N        readers in churn, threads in grow and timewait (one\n"
+"                     inserts, N - 1 read), readers of zipf/trains/pcap\n"
+"                     besides one thread (default 2)\n"
 "  --zipf S[,S...]    Zipf exponents of zipf and trains (default 1.0)\n"
 "  --train MEAN       mean packets per train in trains (default 4)\n"
 "  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
 "  --local ADDR[/LEN] the capture's local side (default: who got the\n"
 "                     SYN, else the lower port)\n"
+"  --grown            also every resizing implementation grown from empty\n"
+"                     (no sizing hint), as NAME-grown\n"
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
@@ -258,6 +276,7 @@ static void parse(int argc, char **argv)
 		{ "train", required_argument, NULL, 'L' },
 		{ "clock", required_argument, NULL, 'c' },
 		{ "pcap", required_argument, NULL, 'C' },
+		{ "grown", no_argument, NULL, 'g' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -314,6 +333,7 @@ static void parse(int argc, char **argv)
 			break;
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
+		case 'g': b_opts.grown = true; break;
 		case 'T': b_opts.table = true; break;
 		case 'P': b_opts.plot = optarg; break;
 		case 'z':
@@ -375,17 +395,22 @@ bad:
 
 int main(int argc, char **argv)
 {
-	const struct bench_impl *im[16];
+	const struct bench_impl *im[B_MAX_IMPLS];
 	struct bench_keys keys;
 	unsigned int s;
 	size_t ni;
 
 	parse(argc, argv);
-	ni = b_impls(im, 16);
+	ni = b_impls(im, B_MAX_IMPLS);
 	if (!ni) {
 		fprintf(stderr, "conntab-bench: no implementation selected\n");
 		return 2;
 	}
+#ifdef HAVE_PCAP
+	/* A bad capture fails before anything runs or prints. */
+	if (b_opts.pcap && b_pcap_load())
+		return 1;
+#endif
 	rcu_register_thread();
 	if (b_opts.pin)
 		b_pin_self(0);
@@ -400,10 +425,6 @@ int main(int argc, char **argv)
 		       b_opts.threads, b_opts.pin ? ", pinned" : "",
 		       b_opts.cpu_clock ? "cpu" : "wall");
 	}
-#ifdef HAVE_PCAP
-	if (b_opts.pcap && b_pcap_load())
-		return 1;
-#endif
 	b_report_header();
 	/* Every workload but pcap runs per size. */
 	for (s = 0; b_opts.workloads & ~(1ul << W_PCAP) && s < b_opts.nn;

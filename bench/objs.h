@@ -26,6 +26,11 @@ static inline void *b_obj(const struct bench_objs *o,
 	return o->base + (size_t)k->slot[i] * B_LINE;
 }
 
+/* A table for @expected entries (none for BI_UNSIZED); exits on failure. */
+void *b_create(const struct bench_impl *im, size_t expected,
+	       const uint8_t *secret);
+/* Library bytes of a table; the heap's growth since @heap0 for a peer. */
+double b_table_bytes(const struct bench_impl *im, void *t, size_t heap0);
 void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n);
 void b_objs_free(struct bench_objs *o);
 void *b_build(const struct bench_impl *im, const struct bench_keys *k,
@@ -55,6 +60,9 @@ void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
 void b_run_traffic(struct bench_table *tb, size_t ni,
 		   const struct bench_keys *k);
 
+/* A figure measured once (a count, a size): value = min = max. */
+void b_once_row(const struct bench_impl *im, const char *wl, size_t n,
+		double v, const char *unit);
 void b_result(const struct bench_impl *im, const char *wl, size_t n,
 	      unsigned int threads, double *v, const char *unit, int kind,
 	      bool higher);

@@ -299,8 +299,8 @@ static void targets_traffic(const struct bench_impl **im, size_t ni,
 
 void b_report_targets(void)
 {
-	const struct bench_impl *im[16];
-	size_t ni = b_impls(im, 16), i, n = target_n(), big = 16u << 20;
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n(), big = 16u << 20;
 	const char *best = NULL;
 	double bestv = NAN, x;
 
@@ -358,8 +358,8 @@ void b_report_targets(void)
 /* ns/lookup against N, one line per implementation, through gnuplot. */
 int b_report_plot(const char *file)
 {
-	const struct bench_impl *im[16];
-	size_t ni = b_impls(im, 16), i, j, drawn = 0;
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, j, drawn = 0;
 	char data[] = "/tmp/conntab-bench-XXXXXX";
 	FILE *d, *g;
 	int fd, err;

@@ -32,6 +32,16 @@ has '^zipf-s1.00	chained	4096	1	'
 has '^zipf-s1.00-b16	plain	4096	2	'
 has '^trains-s1.00	lfht	4096	2	'
 has '^# zipf-s1.00 ns/lookup'
+has '^grow-p99.99	exthash	4096	1	'
+has '^grow-resizes	exthash	4096	1	'
+# --grown: the resizing implementations again, grown from empty.
+out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
+	--workload lookup,batch,grow --threads 1)
+has '^lookup	exthash-grown	4096	1	'
+has '^batch16	lfht-grown	4096	1	'
+has '^grow	exthash	4096	0	'
+echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
+echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"

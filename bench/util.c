@@ -90,6 +90,14 @@ void b_pin_self(unsigned int cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* The CPU of helper thread @i that leaves CPU 0 to the main thread. */
+unsigned int b_cpu_other(unsigned int i)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return ncpu > 1 ? 1 + i % (unsigned int)(ncpu - 1) : 0;
+}
+
 size_t b_l3_bytes(void)
 {
 	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);

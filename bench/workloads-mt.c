@@ -90,17 +90,22 @@ static void *reader_fn(void *arg)
 	return NULL;
 }
 
+/*
+ * @nr readers; with --pin reader i runs on CPU i, or with @others on a CPU
+ * other than 0 (the calling thread works there meanwhile) if there is one.
+ */
 static void readers_start(struct reader *rd, unsigned int nr,
-			  const struct bench_impl *im, void *t,
-			  const struct bench_keys *k, volatile int *stop,
-			  const size_t *limit, int *ready)
+			  bool others, const struct bench_impl *im,
+			  void *t, const struct bench_keys *k,
+			  volatile int *stop, const size_t *limit, int *ready)
 {
 	unsigned int i;
 
 	*ready = 0;
 	for (i = 0; i < nr; i++) {
 		rd[i] = (struct reader){ .im = im, .t = t, .k = k, .id = i,
-					 .cpu = i, .stop = stop,
+					 .cpu = others ? b_cpu_other(i) : i,
+					 .stop = stop,
 					 .limit = limit, .ready = ready };
 		if (pthread_create(&rd[i].tid, NULL, reader_fn, &rd[i])) {
 			fprintf(stderr, "conntab-bench: no reader thread\n");
@@ -224,7 +229,7 @@ static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 	size_t l0, l1, p0, p1, look, miss;
 	int ready;
 
-	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	readers_start(rd, nr, false, im, tb->t, k, &stop, NULL, &ready);
 	if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
 		fprintf(stderr, "conntab-bench: no writer thread\n");
 		exit(1);
@@ -305,36 +310,67 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One growth 0 -> N of a table created without a sizing hint. */
+/* What one growth measures; GR_DEPTH on are conntab_stats() figures. */
+enum {
+	GR_NS, GR_P50, GR_P99, GR_P999, GR_P9999, GR_MAX, GR_MISSES,
+	GR_LOOKUPS, GR_MEMORY, GR_DEPTH, GR_BUCKETS, GR_RESIZES, GR_COUNT
+};
+
+static const struct {
+	const char *name, *unit;
+	bool higher;
+} gr_rows[GR_COUNT] = {
+	[GR_NS] = { "grow", "ns/op", false },
+	[GR_P50] = { "grow-p50", "ns", false },
+	[GR_P99] = { "grow-p99", "ns", false },
+	[GR_P999] = { "grow-p99.9", "ns", false },
+	[GR_P9999] = { "grow-p99.99", "ns", false },
+	[GR_MAX] = { "grow-max", "ns", false },
+	[GR_MISSES] = { "grow-misses", "lookups", false },
+	[GR_LOOKUPS] = { "grow-lookups", "lookups", true },
+	[GR_MEMORY] = { "grow-memory", "B/entry", false },
+	[GR_DEPTH] = { "grow-depth", "nodes", false },
+	[GR_BUCKETS] = { "grow-buckets", "slots", false },
+	[GR_RESIZES] = { "grow-resizes", "resizes", false },
+};
+
+/* The latency at quantile @q of @n sorted values. */
+static double quantile(const uint32_t *lat, size_t n, double q)
+{
+	return lat[(size_t)((double)(n - 1) * q)];
+}
+
+/*
+ * One growth 0 -> N of a table created without a sizing hint, @nr readers
+ * looking up keys already in. Insert latencies are read with the timing
+ * clock (--clock cpu: the writer's CPU time, preemption left out).
+ */
 static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 		     const struct bench_keys *k, unsigned int nr,
 		     uint32_t *lat, double *out)
 {
 	struct reader rd[B_MAX_THREADS];
-	size_t n = k->n, i, look, miss, fail = 0, count = 0;
+	size_t n = k->n, i, look, miss, fail = 0, count = 0, heap0;
 	volatile int stop = 0;
 	uint64_t t0, t1, start;
 	int ready;
 	void *t;
 
 	memset(o->base, 0, n * B_LINE);
-	t = im->create(im, 0, k->secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
-	readers_start(rd, nr, im, t, k, &stop, &count, &ready);
-	start = t0 = b_now_ns();
+	heap0 = b_heap_bytes();
+	t = b_create(im, 0, k->secret);
+	readers_start(rd, nr, true, im, t, k, &stop, &count, &ready);
+	start = t0 = b_time_ns();
 	for (i = 0; i < n; i++) {
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
-		t1 = b_now_ns();
+		t1 = b_time_ns();
 		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
 					      : (uint32_t)(t1 - t0);
 		t0 = t1;
 		/* Key i is in: readers may look it up from now on. */
 		__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);
 	}
-	out[0] = (double)(t0 - start) / (double)n;
+	out[GR_NS] = (double)(t0 - start) / (double)n;
 	readers_stop(rd, nr, &stop, &look, &miss);
 	if (fail)
 		b_failed("%s grow: %zu inserts failed", im->name, fail);
@@ -342,31 +378,40 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	if (miss)
 		b_failed("%s grow: %zu lookups missed a present key",
 			 im->name, miss);
-	out[5] = (double)miss;
+	out[GR_MISSES] = (double)miss;
+	out[GR_LOOKUPS] = (double)look;
 	qsort(lat, n, sizeof(*lat), cmp_u32);
-	out[1] = lat[n / 2];
-	out[2] = lat[n - 1 - n / 100];
-	out[3] = lat[n - 1 - n / 1000];
-	out[4] = lat[n - 1];
+	out[GR_P50] = quantile(lat, n, 0.5);
+	out[GR_P99] = quantile(lat, n, 0.99);
+	out[GR_P999] = quantile(lat, n, 0.999);
+	out[GR_P9999] = quantile(lat, n, 0.9999);
+	out[GR_MAX] = lat[n - 1];
+	out[GR_MEMORY] = b_table_bytes(im, t, heap0) / (double)n;
+	if (im->flags & BI_CONNTAB) {
+		struct conntab_stats st;
+
+		conntab_stats(t, &st);
+		out[GR_DEPTH] = (double)st.max_depth;
+		out[GR_BUCKETS] = (double)st.buckets;
+		out[GR_RESIZES] = (double)st.resizes;
+	}
 	im->destroy(t);
 }
 
+/*
+ * --threads - 1 readers besides the inserting thread (none with
+ * --threads 1); with --pin the inserter keeps CPU 0 to itself when there
+ * are others, the readers take the rest.
+ */
 static void grow(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k)
 {
-	static const char *const what[6] = {
-		"grow", "grow-p50", "grow-p99", "grow-p99.9", "grow-max",
-		"grow-misses",
-	};
-	static const char *const unit[6] = {
-		"ns/op", "ns", "ns", "ns", "ns", "lookups",
-	};
-	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
-	static double v[6][B_MAX_IMPLS][B_MAX_REPS];
+	unsigned int nr = b_opts.threads - 1, rep, rows;
+	static double v[GR_COUNT][B_MAX_IMPLS][B_MAX_REPS];
 	uint32_t *lat = b_alloc(k->n * sizeof(*lat));
 	struct bench_objs o[B_MAX_IMPLS];
 	size_t i, j;
-	double out[6];
+	double out[GR_COUNT];
 
 	for (i = 0; i < ni; i++)
 		b_objs_init(&o[i], im[i], k->n);
@@ -374,16 +419,19 @@ static void grow(const struct bench_impl **im, size_t ni,
 		b_progress("n=%zu grow %u/%u", k->n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
 			grow_rep(im[i], &o[i], k, nr, lat, out);
-			for (j = 0; j < 6; j++)
+			for (j = 0; j < GR_COUNT; j++)
 				v[j][i][rep] = out[j];
 		}
 	}
 	free(lat);
 	for (i = 0; i < ni; i++) {
 		b_objs_free(&o[i]);
-		for (j = 0; j < 6; j++)
-			b_result(im[i], what[j], k->n, nr, v[j][i], unit[j],
-				 j ? R_NONE : R_DEP, false);
+		rows = im[i]->flags & BI_CONNTAB ? GR_COUNT : GR_DEPTH;
+		for (j = 0; j < rows; j++)
+			b_result(im[i], gr_rows[j].name, k->n, nr, v[j][i],
+				 gr_rows[j].unit,
+				 j == GR_NS ? R_DEP : R_NONE,
+				 gr_rows[j].higher);
 	}
 }
 
@@ -411,7 +459,7 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 	int ready;
 	void *old;
 
-	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	readers_start(rd, nr, true, im, tb->t, k, &stop, NULL, &ready);
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m; i++)
 		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
@@ -481,7 +529,8 @@ void b_run_mt(const struct bench_impl **all, size_t nall,
 	size_t nmt = 0, ngr = 0, i;
 
 	for (i = 0; i < nall; i++) {
-		if (!(all[i]->flags & BI_MT))
+		/* Unsized twins: grow is where growing under load is. */
+		if (!(all[i]->flags & BI_MT) || (all[i]->flags & BI_UNSIZED))
 			continue;
 		mt[nmt++] = all[i];
 		if (all[i]->flags & BI_GROWS)

@@ -47,6 +47,19 @@ void b_objs_free(struct bench_objs *o)
 	o->base = NULL;
 }
 
+void *b_create(const struct bench_impl *im, size_t expected,
+	       const uint8_t *secret)
+{
+	void *t = im->create(im, im->flags & BI_UNSIZED ? 0 : expected,
+			     secret);
+
+	if (!t) {
+		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
+		exit(1);
+	}
+	return t;
+}
+
 void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	      struct bench_objs *o, size_t expected)
 {
@@ -54,11 +67,7 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	size_t i, fail = 0;
 
 	memset(o->base, 0, o->n * B_LINE);
-	t = im->create(im, expected, k->secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
+	t = b_create(im, expected, k->secret);
 	for (i = 0; i < k->n; i++)
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	if (fail)
@@ -165,13 +174,8 @@ static struct conntab_key *make_mix(const struct bench_keys *k, size_t *want)
 	return mix;
 }
 
-static void memory(const struct bench_impl *im, void *t, size_t n,
-		   size_t heap0)
+double b_table_bytes(const struct bench_impl *im, void *t, size_t heap0)
 {
-	struct bench_result r = {
-		.workload = "memory", .impl = im->name, .n = n, .threads = 1,
-		.unit = "B/entry", .ratio_kind = R_NONE,
-	};
 	long mem = im->memory(t);
 
 	if (mem < 0) {
@@ -179,8 +183,34 @@ static void memory(const struct bench_impl *im, void *t, size_t n,
 		rcu_barrier();
 		mem = (long)(b_heap_bytes() - heap0);
 	}
-	r.value = r.min = r.max = (double)mem / (double)n;
+	return (double)mem;
+}
+
+void b_once_row(const struct bench_impl *im, const char *wl, size_t n,
+		double v, const char *unit)
+{
+	struct bench_result r = {
+		.impl = im->name, .n = n, .threads = 1, .unit = unit,
+		.ratio_kind = R_NONE, .value = v, .min = v, .max = v,
+	};
+
+	snprintf(r.workload, sizeof(r.workload), "%s", wl);
 	b_record(&r);
+}
+
+/* Bytes per entry; for conntab also the depth and the slots it reports. */
+static void memory(const struct bench_impl *im, void *t, size_t n,
+		   size_t heap0)
+{
+	struct conntab_stats st;
+
+	b_once_row(im, "memory", n, b_table_bytes(im, t, heap0) / (double)n,
+		 "B/entry");
+	if (!(im->flags & BI_CONNTAB))
+		return;
+	conntab_stats(t, &st);
+	b_once_row(im, "depth", n, (double)st.max_depth, "nodes");
+	b_once_row(im, "buckets", n, (double)st.buckets, "slots");
 }
 
 enum lk_kind { LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64 };
@@ -320,12 +350,7 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 			   b_opts.reps);
 		for (j = 0; j < ni; j++) {
 			memset(o[j].base, 0, n * B_LINE);
-			t = im[j]->create(im[j], n, k->secret);
-			if (!t) {
-				fprintf(stderr, "conntab-bench: %s: create "
-					"failed\n", im[j]->name);
-				exit(1);
-			}
+			t = b_create(im[j], n, k->secret);
 			fail = 0;
 			t0 = b_time_ns();
 			for (i = 0; i < n; i++)
