@@ -43,6 +43,7 @@ struct bench_opts {
 	bool pin, v6, json, table, quick, zero_secret;
 	bool cpu_clock;		/* time with the thread's CPU clock */
 	bool grown;		/* also every resizing impl grown from empty */
+	double tw_share;	/* lookup tables: share of time-wait entries */
 	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */
@@ -160,6 +161,7 @@ void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
 void b_keys_adopt(struct bench_keys *k, struct conntab_key *keys, size_t n,
 		  uint64_t seed);
 void b_keys_free(struct bench_keys *k);
+void b_shuffle_keys(struct conntab_key *k, size_t n, uint64_t *rng);
 
 /* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
 void b_floor(size_t n);

@@ -175,13 +175,7 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		order[c] = b_alloc(na * sizeof(*order[c]));
 		attack_keys(atk[c], na, bits, c, b_opts.seed + c);
 		memcpy(order[c], atk[c], na * sizeof(*order[c]));
-		for (i = na; i > 1; i--) {
-			size_t j = (size_t)(b_rand(&rng) % i);
-			struct conntab_key x = order[c][i - 1];
-
-			order[c][i - 1] = order[c][j];
-			order[c][j] = x;
-		}
+		b_shuffle_keys(order[c], na, &rng);
 	}
 	for (i = 0; i < nfi; i++) {
 		c = by_top_bits(fi[i]);

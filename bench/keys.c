@@ -35,6 +35,20 @@ static void b_key_random(struct conntab_key *k, bool v6, uint64_t *rng)
 	}
 }
 
+/* Fisher-Yates on keys: a uniform permutation of k[0..n). */
+void b_shuffle_keys(struct conntab_key *k, size_t n, uint64_t *rng)
+{
+	struct conntab_key x;
+	size_t i, j;
+
+	for (i = n; i > 1; i--) {
+		j = (size_t)(b_rand(rng) % i);
+		x = k[i - 1];
+		k[i - 1] = k[j];
+		k[j] = x;
+	}
+}
+
 /*
  * Object placement, lookup order and the run's secret for keys[0..n):
  * what every workload needs beside the keys themselves.

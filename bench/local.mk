@@ -51,13 +51,6 @@ EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
 TESTS += bench/test-pcap.sh
 EXTRA_DIST += bench/test-pcap.sh
 
-# Standalone lookup comparison of the split and chained backends (not
-# installed; the full benchmark is conntab-bench).
-noinst_PROGRAMS += bench/split-vs-chained
-bench_split_vs_chained_SOURCES = bench/split-vs-chained.c
-bench_split_vs_chained_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
-bench_split_vs_chained_LDADD = lib/libconntab.la $(URCU_LIBS)
-
 # Trie against chained (lookups, memory, adversarial key sets).
 noinst_PROGRAMS += bench/trie-vs-chained
 bench_trie_vs_chained_SOURCES = bench/trie-vs-chained.c

@@ -240,6 +240,8 @@ static void usage(FILE *f)
 "  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
 "  --local ADDR[/LEN] the capture's local side (default: who got the\n"
 "                     SYN, else the lower port)\n"
+"  --tw-share F       lookup workloads: a share F of the entries in\n"
+"                     TIME_WAIT, spread evenly; adds lookup-est, lookup-tw\n"
 "  --grown            also every resizing implementation grown from empty\n"
 "                     (no sizing hint), as NAME-grown\n"
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
@@ -277,6 +279,7 @@ static void parse(int argc, char **argv)
 		{ "clock", required_argument, NULL, 'c' },
 		{ "pcap", required_argument, NULL, 'C' },
 		{ "grown", no_argument, NULL, 'g' },
+		{ "tw-share", required_argument, NULL, 'W' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -334,6 +337,12 @@ static void parse(int argc, char **argv)
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'W':
+			b_opts.tw_share = strtod(optarg, &end);
+			if (*end || !(b_opts.tw_share >= 0 &&
+				      b_opts.tw_share <= 1))
+				goto bad;
+			break;
 		case 'T': b_opts.table = true; break;
 		case 'P': b_opts.plot = optarg; break;
 		case 'z':

@@ -42,6 +42,11 @@ has '^batch16	lfht-grown	4096	1	'
 has '^grow	exthash	4096	0	'
 echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
 echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
+# --tw-share: half the entries in TIME_WAIT, looked up by state too.
+out=$($bench --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
+has '^lookup-tw	split	4096	1	'
+has '^lookup-est	plain	4096	1	'
+has '^batch16	lfht	4096	1	'
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"

@@ -213,7 +213,9 @@ static void memory(const struct bench_impl *im, void *t, size_t n,
 	b_once_row(im, "buckets", n, (double)st.buckets, "slots");
 }
 
-enum lk_kind { LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64 };
+enum lk_kind {
+	LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64, LK_EST, LK_TW
+};
 
 static const struct {
 	enum b_workload w;
@@ -226,12 +228,70 @@ static const struct {
 	[LK_COLD] = { W_LOOKUP_COLD, "lookup-cold", R_DEP },
 	[LK_B16] = { W_BATCH, "batch16", R_INDEP },
 	[LK_B64] = { W_BATCH, "batch64", R_INDEP },
+	[LK_EST] = { W_LOOKUP, "lookup-est", R_DEP },
+	[LK_TW] = { W_LOOKUP, "lookup-tw", R_DEP },
 };
+
+/* Key arrays of the lookup workloads besides k->order. */
+struct lk_keys {
+	struct conntab_key *mix;	/* lookup-miss: half absent */
+	size_t want;			/* its present keys */
+	struct conntab_key *state[2];	/* --tw-share: est, tw keys */
+	size_t nstate[2];
+};
+
+/*
+ * --tw-share: is key i of n one of the ntw time-wait ones? Spread evenly
+ * (Bresenham), so that the states interleave in insert order and neither
+ * sits nearer the head of the chains that push at the head.
+ */
+static bool key_is_tw(size_t i, size_t n, size_t ntw)
+{
+	return (i + 1) * ntw / n != i * ntw / n;
+}
+
+static size_t tw_count(size_t n)
+{
+	return (size_t)(b_opts.tw_share * (double)n + 0.5);
+}
+
+/* Each time-wait key's object replaced by its own time-wait object. */
+static void make_timewait(struct bench_table *tb, const struct bench_keys *k)
+{
+	size_t n = k->n, ntw = tw_count(n), i, fail = 0;
+
+	for (i = 0; i < n; i++)
+		if (key_is_tw(i, n, ntw))
+			fail += tb->im->timewait(tb->t, b_obj(&tb->o, k, i),
+					tb->o.base + (n + k->slot[i]) * B_LINE)
+				!= 0;
+	if (fail)
+		b_failed("%s: %zu of %zu time-wait transitions failed",
+			 tb->im->name, fail, ntw);
+}
+
+/* The keys of the established (0) and the time-wait (1) entries. */
+static void state_keys(struct lk_keys *lk, const struct bench_keys *k)
+{
+	size_t n = k->n, ntw = tw_count(n), i, s;
+	uint64_t rng = b_opts.seed ^ 0x7715ull;
+
+	for (s = 0; s < 2; s++) {
+		lk->state[s] = b_alloc((s ? ntw : n - ntw) *
+				       sizeof(*lk->state[s]));
+		lk->nstate[s] = 0;
+	}
+	for (i = 0; i < n; i++) {
+		s = key_is_tw(i, n, ntw);
+		lk->state[s][lk->nstate[s]++] = k->keys[i];
+	}
+	for (s = 0; s < 2; s++)
+		b_shuffle_keys(lk->state[s], lk->nstate[s], &rng);
+}
 
 /* One repetition of one lookup workload on one table; ns/lookup. */
 static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
-			 const struct bench_keys *k,
-			 const struct conntab_key *mix, size_t want)
+			 const struct bench_keys *k, const struct lk_keys *lk)
 {
 	size_t n = k->n, m = b_lookups_per_rep(n), found = 0, exp = m, bs;
 	const struct bench_impl *im = tb->im;
@@ -246,8 +306,13 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 		ns = run_lookup_dep(im, tb->t, k->order, n, m, &found);
 		break;
 	case LK_MISS:
-		ns = b_run_lookup(im, tb->t, mix, n, n, &found);
-		exp = want;
+		ns = b_run_lookup(im, tb->t, lk->mix, n, n, &found);
+		exp = lk->want;
+		break;
+	case LK_EST:
+	case LK_TW:
+		ns = b_run_lookup(im, tb->t, lk->state[kind == LK_TW],
+				  lk->nstate[kind == LK_TW], m, &found);
 		break;
 	case LK_B16:
 	case LK_B64:
@@ -272,9 +337,9 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 {
 	double v[B_MAX_IMPLS][B_MAX_REPS];
 	struct bench_table tb[B_MAX_IMPLS];
-	struct conntab_key *mix = NULL;
+	struct lk_keys lk = { 0 };
 	struct sweeper sw = { 0 };
-	size_t n = k->n, i, want = 0;
+	size_t n = k->n, i, ntw = tw_count(n);
 	unsigned int rep, kind;
 
 	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
@@ -286,17 +351,23 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 		size_t heap0;
 
 		b_progress("n=%zu %s: build", n, im[i]->name);
-		b_objs_init(&tb[i].o, im[i], n);
+		/* With time-wait entries: their objects are n..2n. */
+		b_objs_init(&tb[i].o, im[i], ntw ? 2 * n : n);
 		tb[i].im = im[i];
 		heap0 = b_heap_bytes();
 		tb[i].t = b_build(im[i], k, &tb[i].o, n);
 		if (b_want(W_MEMORY))
 			memory(im[i], tb[i].t, n, heap0);
+		if (ntw)
+			make_timewait(&tb[i], k);
 	}
 	if (b_want(W_LOOKUP_MISS))
-		mix = make_mix(k, &want);
+		lk.mix = make_mix(k, &lk.want);
+	if (ntw && ntw < n)
+		state_keys(&lk, k);
 	for (kind = 0; kind < sizeof(lk_kinds) / sizeof(lk_kinds[0]); kind++) {
-		if (!b_want(lk_kinds[kind].w))
+		if (!b_want(lk_kinds[kind].w) ||
+		    ((kind == LK_EST || kind == LK_TW) && !lk.state[0]))
 			continue;
 		if (kind == LK_COLD) {
 			sw.len = 2 * b_l3_bytes();
@@ -310,8 +381,7 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			b_progress("n=%zu %s %u/%u", n, lk_kinds[kind].name,
 				   rep + 1, b_opts.reps);
 			for (i = 0; i < ni; i++)
-				v[i][rep] = lookup_rep(kind, &tb[i], k, mix,
-						       want);
+				v[i][rep] = lookup_rep(kind, &tb[i], k, &lk);
 		}
 		if (kind == LK_COLD) {
 			sw.stop = 1;
@@ -322,7 +392,9 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			b_result(im[i], lk_kinds[kind].name, n, 1, v[i],
 				 "ns/op", lk_kinds[kind].ratio, false);
 	}
-	free(mix);
+	free(lk.mix);
+	free(lk.state[0]);
+	free(lk.state[1]);
 	b_run_traffic(tb, ni, k);
 	for (i = 0; i < ni; i++) {
 		im[i]->destroy(tb[i].t);
