@@ -44,6 +44,7 @@ struct bench_opts {
 	bool cpu_clock;		/* time with the thread's CPU clock */
 	bool grown;		/* also every resizing impl grown from empty */
 	double tw_share;	/* lookup tables: share of time-wait entries */
+	int keyset;		/* KS_*: the keys every workload uses */
 	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */
@@ -71,10 +72,23 @@ enum b_workload {
 	W_ZIPF,
 	W_TRAINS,
 	W_PCAP,
+	W_WRITERS,
+	W_PREFIX,
 	W_COUNT
 };
 
 extern const char *const b_workload_names[W_COUNT];
+
+/*
+ * --keys: uniform random tuples, or the trie's worst cases: worst-mem, a
+ * binary tree of deep IPv6 branch points (one local endpoint, remote
+ * addresses differing in every 4th bit of the low 80: its memory bound),
+ * and worst-depth, a comb of 288 IPv6 keys each differing from the
+ * all-zero key in one bit (its depth bound).
+ */
+enum { KS_RANDOM, KS_WORST_MEM, KS_WORST_DEPTH };
+#define B_WORST_MEM_MAX	(2u << 20)	/* 2^20 branch pairs */
+#define B_COMB_KEYS	288		/* one per bit from 32 to 319 */
 
 /* Keys of one run: present ones, in insert order, and a random order. */
 struct bench_keys {
@@ -171,6 +185,11 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k);
 void b_run_mt(const struct bench_impl **im, size_t ni,
 	      const struct bench_keys *k);
+/* bench/writers.c, bench/prefix.c */
+void b_run_writers(const struct bench_impl **im, size_t ni,
+		   const struct bench_keys *k);
+void b_run_prefix(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);

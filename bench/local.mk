@@ -6,7 +6,7 @@ bench_conntab_bench_SOURCES = \
 	bench/main.c bench/bench.h \
 	bench/report.c bench/util.c bench/keys.c \
 	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
-	bench/stream.c bench/zipf.c bench/traffic.c \
+	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
 # share with the library, so that every table hashes alike.
@@ -50,9 +50,3 @@ EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
 # (77) without tcpdump, curl, libpcap or the permission to capture.
 TESTS += bench/test-pcap.sh
 EXTRA_DIST += bench/test-pcap.sh
-
-# Trie against chained (lookups, memory, adversarial key sets).
-noinst_PROGRAMS += bench/trie-vs-chained
-bench_trie_vs_chained_SOURCES = bench/trie-vs-chained.c
-bench_trie_vs_chained_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
-bench_trie_vs_chained_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)

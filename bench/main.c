@@ -39,6 +39,8 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_ZIPF] = "zipf",
 	[W_TRAINS] = "trains",
 	[W_PCAP] = "pcap",
+	[W_WRITERS] = "writers",
+	[W_PREFIX] = "prefix",
 };
 
 static bool impl_selected(const char *name)
@@ -229,7 +231,8 @@ static void usage(FILE *f)
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
-"                     trains pcap (default all; with --pcap: pcap)\n"
+"                     trains pcap writers prefix (default all; with\n"
+"                     --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
 "                     every backend this library has, and every peer)\n"
 "  --threads N        readers in churn, threads in grow and timewait (one\n"
@@ -250,6 +253,9 @@ static void usage(FILE *f)
 "  --reps K           repetitions, the median is reported (default 5)\n"
 "  --pin              pin threads to CPUs\n"
 "  --v6               IPv6 keys instead of IPv4\n"
+"  --keys SET         random (default), or the trie's worst cases:\n"
+"                     worst-mem (IPv6, at most 2M), worst-depth (IPv6,\n"
+"                     288 keys whatever --n says)\n"
 "  --secret zero      all-zero hash secret (default: random, one per run)\n"
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
@@ -280,6 +286,7 @@ static void parse(int argc, char **argv)
 		{ "pcap", required_argument, NULL, 'C' },
 		{ "grown", no_argument, NULL, 'g' },
 		{ "tw-share", required_argument, NULL, 'W' },
+		{ "keys", required_argument, NULL, 'K' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -337,6 +344,14 @@ static void parse(int argc, char **argv)
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'K':
+			if (!strcmp(optarg, "worst-mem"))
+				b_opts.keyset = KS_WORST_MEM;
+			else if (!strcmp(optarg, "worst-depth"))
+				b_opts.keyset = KS_WORST_DEPTH;
+			else if (strcmp(optarg, "random"))
+				goto bad;
+			break;
 		case 'W':
 			b_opts.tw_share = strtod(optarg, &end);
 			if (*end || !(b_opts.tw_share >= 0 &&
@@ -396,6 +411,19 @@ static void parse(int argc, char **argv)
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
 		b_opts.n[1] = b_opts.quick ? 256u << 10 : 4u << 20;
 	}
+	if (b_opts.keyset != KS_RANDOM)
+		b_opts.v6 = true;
+	if (b_opts.keyset == KS_WORST_DEPTH) {
+		b_opts.nn = 1;
+		b_opts.n[0] = B_COMB_KEYS;
+	}
+	for (c = 0; b_opts.keyset == KS_WORST_MEM && c < (int)b_opts.nn; c++) {
+		if (b_opts.n[c] > B_WORST_MEM_MAX) {
+			fprintf(stderr, "conntab-bench: worst-mem has at most "
+				"%u keys\n", B_WORST_MEM_MAX);
+			exit(2);
+		}
+	}
 	return;
 bad:
 	usage(stderr);
@@ -426,9 +454,11 @@ int main(int argc, char **argv)
 	if (b_opts.json && b_opts.table)
 		b_opts.table = false;
 	if (!b_opts.json) {
-		printf("# conntab-bench %s keys, secret %s, seed %llu, "
+		printf("# conntab-bench %s%s keys, secret %s, seed %llu, "
 		       "median of %u, threads %u%s, %s clock\n",
 		       b_opts.v6 ? "IPv6" : "IPv4",
+		       b_opts.keyset == KS_WORST_MEM ? " worst-mem" :
+		       b_opts.keyset == KS_WORST_DEPTH ? " worst-depth" : "",
 		       b_opts.zero_secret ? "zero" : "random",
 		       (unsigned long long)b_opts.seed, b_opts.reps,
 		       b_opts.threads, b_opts.pin ? ", pinned" : "",
@@ -447,6 +477,8 @@ int main(int argc, char **argv)
 		b_floor(n);
 		b_run_single(im, ni, &keys);
 		b_run_update(im, ni, &keys);
+		b_run_writers(im, ni, &keys);
+		b_run_prefix(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
 		/* Fixed-size tables of its own: once, with the first size. */
 		if (!s)

@@ -33,6 +33,11 @@ has '^zipf-s1.00-b16	plain	4096	2	'
 has '^trains-s1.00	lfht	4096	2	'
 has '^# zipf-s1.00 ns/lookup'
 has '^grow-p99.99	exthash	4096	1	'
+has '^writers	lfht	4096	2	'
+has '^writers-cpu	trie	4096	1	'
+has '^prefix	trie	4096	1	'
+has '^prefix-match	chained	4096	1	'
+has '^depth	trie	4096	1	'
 has '^grow-resizes	exthash	4096	1	'
 # --grown: the resizing implementations again, grown from empty.
 out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
@@ -47,6 +52,15 @@ out=$($bench --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
 has '^lookup-tw	split	4096	1	'
 has '^lookup-est	plain	4096	1	'
 has '^batch16	lfht	4096	1	'
+# The trie's worst key sets, for every implementation.
+out=$($bench --keys worst-depth --reps 1 --workload lookup,batch,memory)
+has '^lookup	trie	288	1	'
+has '^depth	trie	288	1	'
+has '^lookup	lfht	288	1	'
+out=$($bench --keys worst-mem --n 4K --reps 1 --workload lookup,memory)
+has '^memory	trie	4096	1	'
+has '^lookup	plain	4096	1	'
+! $bench --keys worst-mem --n 4M 2>/dev/null || fail "worst-mem at 4M"
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"
