@@ -155,6 +155,7 @@ size_t b_heap_bytes(void);	/* bytes malloc has handed out (mallinfo2) */
 double b_median(double *v, unsigned int k, double *min, double *max);
 void b_pin_self(unsigned int cpu);
 unsigned int b_cpu_other(unsigned int i);
+void b_thread_start(unsigned int cpu, int *ready, volatile int *go);
 size_t b_l3_bytes(void);
 
 /* Zipf ranks and geometric lengths (bench/zipf.c). */

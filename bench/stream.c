@@ -116,12 +116,7 @@ static void *st_reader_fn(void *arg)
 	size_t f1, f2;
 	uint64_t t0;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(r->cpu);
-	__atomic_add_fetch(r->ready, 1, __ATOMIC_RELEASE);
-	while (!*r->go)
-		sched_yield();
+	b_thread_start(r->cpu, r->ready, r->go);
 	/* The stream rotated by off: readers do not move in lockstep. */
 	t0 = b_time_ns();
 	replay(r->im, r->t, r->keys + r->off, r->n - r->off, r->bs, &f1);

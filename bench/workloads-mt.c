@@ -55,10 +55,7 @@ static void *reader_fn(void *arg)
 	uintptr_t acc = 0;
 	size_t done = 0;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(r->cpu);
-	__atomic_add_fetch(r->ready, 1, __ATOMIC_RELEASE);
+	b_thread_start(r->cpu, r->ready, NULL);
 	while (!*r->stop) {
 		size_t lim = n;
 
@@ -175,9 +172,7 @@ static void *writer_fn(void *arg)
 	size_t i, done = 0, fails = 0;
 	uint64_t t0;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(w->cpu);
+	b_thread_start(w->cpu, NULL, NULL);
 	t0 = b_now_ns();
 	while (!*w->stop) {
 		for (i = 0; i < pool + B_CHURN_LAG && !*w->stop; i++) {

@@ -43,12 +43,7 @@ static void *writer_fn(void *arg)
 	uint64_t c0;
 	size_t i;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(w->cpu);
-	__atomic_add_fetch(w->ready, 1, __ATOMIC_RELEASE);
-	while (!*w->go)
-		sched_yield();
+	b_thread_start(w->cpu, w->ready, w->go);
 	c0 = b_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (r = 0; r < B_WRITER_ROUNDS; r++) {
 		for (i = 0; i < w->n; i++)
