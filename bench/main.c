@@ -260,7 +260,8 @@ static void usage(FILE *f)
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
 "  --table            one table per size: workloads x implementations\n"
-"  --plot FILE.svg    draw ns/lookup against N (needs gnuplot)\n");
+"  --plot FILE.svg    draw ns/lookup against N, and zipf and trains\n"
+"                     against the Zipf exponent (gnuplot; FILE.png: PNG)\n");
 }
 
 static void parse(int argc, char **argv)

@@ -355,47 +355,68 @@ void b_report_targets(void)
 	fflush(stdout);
 }
 
-/* ns/lookup against N, one line per implementation, through gnuplot. */
-int b_report_plot(const char *file)
-{
-	const struct bench_impl *im[B_MAX_IMPLS];
-	size_t ni = b_impls(im, B_MAX_IMPLS), i, j, drawn = 0;
-	char data[] = "/tmp/conntab-bench-XXXXXX";
-	FILE *d, *g;
-	int fd, err;
+/*
+ * --plot: up to three panels through gnuplot, each drawn when its results
+ * exist: ns per uniform random lookup against N (with the dependent-load
+ * floor), and ns per lookup of zipf and of trains against the Zipf
+ * exponent at the targets' N, one thread, one at a time (solid) and in
+ * batches of 16 (dashed). An implementation has the same colour in all.
+ */
+enum { PL_LOOKUP, PL_ZIPF, PL_TRAINS, PL_PANELS };
 
-	fd = mkstemp(data);
-	if (fd < 0 || !(d = fdopen(fd, "w")))
-		return -1;
-	for (i = 0; i < ni; i++) {
-		fprintf(d, "# %s\n", im[i]->name);
-		for (j = 0; j < nres; j++)
-			if (!strcmp(res[j].workload, "lookup") &&
-			    !strcmp(res[j].impl, im[i]->name))
-				fprintf(d, "%zu %g %g %g\n", res[j].n,
-					res[j].value, res[j].min, res[j].max);
-		fprintf(d, "\n\n");
+static const char *const pl_prefix[PL_PANELS] = { NULL, "zipf", "trains" };
+
+/* Is @r a point of @panel's curve for @impl (@batched), and where? */
+static bool plot_point(const struct bench_result *r, int panel,
+		       const char *impl, bool batched, size_t n, double *x)
+{
+	const char *w = r->workload, *rest;
+	size_t len;
+	char *end;
+
+	if (strcmp(r->impl, impl) || r->threads != 1)
+		return false;
+	if (panel == PL_LOOKUP) {
+		*x = (double)r->n;
+		return !batched && !strcmp(w, "lookup");
 	}
-	fprintf(d, "# floor\n");
-	for (j = 0; j < nres; j++)
-		if (!strcmp(res[j].workload, "floor") &&
-		    !strcmp(res[j].impl, "dependent"))
-			fprintf(d, "%zu %g %g %g\n", res[j].n, res[j].value,
+	len = strlen(pl_prefix[panel]);
+	if (r->n != n || strncmp(w, pl_prefix[panel], len) ||
+	    strncmp(w + len, "-s", 2))
+		return false;
+	*x = strtod(w + len + 2, &end);
+	rest = end;
+	return batched ? !strcmp(rest, "-b16") : !*rest;
+}
+
+/* Points of one curve; writes them as datablock $c@id if @g. */
+static size_t plot_block(FILE *g, unsigned int id, int panel,
+			 const char *impl, bool batched, size_t n)
+{
+	size_t j, pts = 0;
+	double x;
+
+	for (j = 0; j < nres; j++) {
+		if (!plot_point(&res[j], panel, impl, batched, n, &x))
+			continue;
+		if (g && !pts++)
+			fprintf(g, "$c%u << EOD\n", id);
+		else if (!g)
+			pts++;
+		if (g)
+			fprintf(g, "%g %g %g %g\n", x, res[j].value,
 				res[j].min, res[j].max);
-	fclose(d);
-	g = popen("gnuplot", "w");
-	if (!g) {
-		unlink(data);
-		return -1;
 	}
-	fprintf(g, "set terminal svg size 720,440 dynamic font 'sans,11'\n"
-		   "set output '%s'\n"
-		   "set title 'conntab-bench: random successful lookups, "
-		   "one thread'\n"
-		   "set xlabel 'connections (N)'\nset ylabel 'ns/lookup'\n"
-		   "set logscale x 2\nset key top left noenhanced\n"
-		   "set grid\nset yrange [0:*]\n"
-		   "set offsets graph 0.05, graph 0.05\nset xtics (", file);
+	if (g && pts)
+		fprintf(g, "EOD\n");
+	return pts;
+}
+
+static void plot_xtics_n(FILE *g)
+{
+	unsigned int i;
+
+	fprintf(g, "set logscale x 2\nset xtics (");
 	for (i = 0; i < b_opts.nn; i++) {
 		size_t n = b_opts.n[i];
 		bool mega = n % (1u << 20) == 0, kilo = n % 1024 == 0;
@@ -404,23 +425,86 @@ int b_report_plot(const char *file)
 			mega ? n >> 20 : kilo ? n >> 10 : n,
 			mega ? "M" : kilo ? "K" : "", n);
 	}
-	fprintf(g, ")\nplot ");
-	for (i = 0; i < ni; i++) {
-		for (j = 0; j < nres; j++)
-			if (!strcmp(res[j].workload, "lookup") &&
-			    !strcmp(res[j].impl, im[i]->name))
-				break;
-		if (j == nres)
+	fprintf(g, ")\n");
+}
+
+int b_report_plot(const char *file)
+{
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n(), len;
+	size_t pts[PL_PANELS][B_MAX_IMPLS][2], total[PL_PANELS] = { 0 };
+	int p, b, panels = 0;
+	bool first;
+	FILE *g;
+
+	for (p = 0; p < PL_PANELS; p++)
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++) {
+				pts[p][i][b] = plot_block(NULL, 0, p,
+							  im[i]->name, b, n);
+				total[p] += pts[p][i][b];
+			}
+	for (p = 0; p < PL_PANELS; p++)
+		panels += total[p] > 0;
+	g = panels ? popen("gnuplot", "w") : NULL;
+	if (!g)
+		return -1;
+	/* The data inline, one datablock per curve: $c<panel><impl><b>. */
+	for (p = 0; p < PL_PANELS; p++)
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++)
+				plot_block(g, (unsigned int)(p * 100 + i * 2 + b),
+					   p, im[i]->name, b, n);
+	fprintf(g, "$floor << EOD\n");
+	for (i = 0; i < nres; i++)
+		if (!strcmp(res[i].workload, "floor") &&
+		    !strcmp(res[i].impl, "dependent"))
+			fprintf(g, "%zu %g\n", res[i].n, res[i].value);
+	fprintf(g, "EOD\n");
+	len = strlen(file);
+	/* FILE.png: a bitmap (pngcairo), anything else SVG. */
+	fprintf(g, "set terminal %s size %d,440 font 'sans,11'\n"
+		   "set output '%s'\nset multiplot layout 1,%d\n"
+		   "set ylabel 'ns/lookup'\nset key top right noenhanced\n"
+		   "set grid\nset yrange [0:*]\n"
+		   "set offsets graph 0.05, graph 0.05\n",
+		   len > 4 && !strcmp(file + len - 4, ".png") ? "pngcairo"
+							    : "svg dynamic",
+		   panels > 1 ? 560 * panels : 720, file, panels);
+	for (p = 0; p < PL_PANELS; p++) {
+		if (!total[p])
 			continue;
-		fprintf(g, "%s'%s' index %zu using 1:2:3:4 with yerrorlines "
-			   "title '%s'", drawn++ ? ", " : "", data, i,
-			im[i]->name);
+		if (p == PL_LOOKUP) {
+			fprintf(g, "set title 'uniform random lookups, one "
+				   "thread'\nset xlabel 'connections (N)'\n");
+			plot_xtics_n(g);
+		} else {
+			fprintf(g, "unset logscale x\nset xtics auto\n"
+				   "set title '%s at N = %zu, one thread "
+				   "(dashed: batches of 16)'\n"
+				   "set xlabel 'Zipf exponent s'\n",
+				   pl_prefix[p], n);
+		}
+		fprintf(g, "plot ");
+		first = true;
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++) {
+				if (!pts[p][i][b])
+					continue;
+				fprintf(g, "%s$c%zu using 1:2:3:4 with "
+					   "yerrorlines linecolor %zu dashtype "
+					   "%d title '%s'", first ? "" : ", ",
+					(size_t)p * 100 + i * 2 + (size_t)b,
+					i + 1, b ? 2 : 1,
+					b ? "" : im[i]->name);
+				first = false;
+			}
+		if (p == PL_LOOKUP)
+			fprintf(g, ", $floor using 1:2 with linespoints "
+				   "linecolor 'gray40' linewidth 2 "
+				   "title 'floor (dependent load)'");
+		fprintf(g, "\n");
 	}
-	fprintf(g, "%s'%s' index %zu using 1:2 with linespoints "
-		   "linecolor 'gray40' linewidth 2 "
-		   "title 'floor (dependent load)'\n", drawn ? ", " : "",
-		data, ni);
-	err = pclose(g);
-	unlink(data);
-	return err ? -1 : 0;
+	fprintf(g, "unset multiplot\n");
+	return pclose(g) ? -1 : 0;
 }

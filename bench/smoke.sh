@@ -61,6 +61,13 @@ out=$($bench --keys worst-mem --n 4K --reps 1 --workload lookup,memory)
 has '^memory	trie	4096	1	'
 has '^lookup	plain	4096	1	'
 ! $bench --keys worst-mem --n 4M 2>/dev/null || fail "worst-mem at 4M"
+# --plot: both kinds of panel, when gnuplot is there.
+if command -v gnuplot >/dev/null; then
+	$bench --n 4K --reps 1 --threads 1 --workload lookup,zipf \
+		--zipf 0.8,1.2 --plot "$tmp/p.svg" >/dev/null
+	grep -q 'Zipf exponent' "$tmp/p.svg" || fail "no zipf panel"
+	grep -q 'connections (N)' "$tmp/p.svg" || fail "no lookup panel"
+fi
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"
