@@ -7,7 +7,8 @@
  * in; like conntab's nodes, every peer's node is embedded in the object and
  * holds or points to the key, so that no peer pays for an extra
  * allocation. Every peer hashes keys with the same keyed SipHash-1-3 and
- * the same secret as conntab (lib/hash.h), so bucket distributions match.
+ * the same secret as conntab (lib/hash.h), so bucket distributions match;
+ * lfht-jhash alone hashes as lfht's users do (jhash.h).
  *
  * Readers (lookup, batch) run inside the memb flavor's read-side critical
  * section taken by the workload. Writers take whatever the implementation
@@ -38,6 +39,8 @@
  * workloads measure it as grown from empty beside the sized one.
  */
 #define BI_UNSIZED	0x10u
+/* Hashes with lookup3 (jhash.h) instead of conntab's keyed hash. */
+#define BI_JHASH	0x20u
 
 struct bench_impl {
 	const char *name;
@@ -71,6 +74,7 @@ size_t b_impls(const struct bench_impl **out, size_t max);
 
 extern const struct bench_impl b_impl_conntab[4];
 extern const struct bench_impl b_impl_lfht;
+extern const struct bench_impl b_impl_lfht_jhash;
 extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;

@@ -7,7 +7,8 @@ bench_conntab_bench_SOURCES = \
 	bench/report.c bench/util.c bench/keys.c \
 	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
-	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c
+	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
+	bench/jhash.h
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
 # share with the library, so that every table hashes alike.
 bench_conntab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
@@ -44,6 +45,14 @@ demo: bench/conntab-bench$(EXEEXT)
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
 	doc/lookup-vs-n.svg
+
+# lookup3 (jhash.h, the lfht-jhash peer's hash) against its published
+# test vectors.
+check_PROGRAMS += bench/test-jhash
+TESTS += bench/test-jhash
+bench_test_jhash_SOURCES = bench/test-jhash.c bench/jhash.h
+bench_test_jhash_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+bench_test_jhash_LDADD = lib/libconntab.la $(CHECK_LIBS)
 
 # The pcap workload on a capture of loopback traffic that the test makes
 # with tcpdump while curl and wrk talk to examples/tcp-conntrack; skips

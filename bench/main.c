@@ -67,13 +67,14 @@ static char grown_name[B_MAX_IMPLS][32];
 
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
-	const struct bench_impl *all[8];
+	const struct bench_impl *all[B_MAX_IMPLS];
 	size_t na = 0, n = 0, i, sel;
 
 	for (i = 0; i < 4; i++)
 		if (conntab_backend_available(b_impl_conntab[i].backend))
 			all[na++] = &b_impl_conntab[i];
 	all[na++] = &b_impl_lfht;
+	all[na++] = &b_impl_lfht_jhash;
 #ifdef HAVE_CK
 	all[na++] = &b_impl_ck;
 #endif
@@ -233,8 +234,9 @@ static void usage(FILE *f)
 "                     insert remove churn grow timewait memory flood zipf\n"
 "                     trains pcap writers prefix (default all; with\n"
 "                     --pcap: pcap)\n"
-"  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
-"                     every backend this library has, and every peer)\n"
+"  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
+"                     plain (default: every backend this library has,\n"
+"                     and every peer)\n"
 "  --threads N        readers in churn, threads in grow and timewait (one\n"
 "                     inserts, N - 1 read), readers of zipf/trains/pcap\n"
 "                     besides one thread (default 2)\n"

@@ -21,6 +21,8 @@ has() {
 
 out=$($bench --quick --n 4K --reps 1 --seed 7)
 has '^lookup	chained	4096	1	'
+has '^lookup	lfht-jhash	4096	1	'
+has '^grow-misses	lfht-jhash	4096	1	0	'
 has '^grow-misses	lfht	4096	1	0	'
 has '^# memory B/entry'
 # flood: both tables of a hash backend, and the ratio between them.
