@@ -95,5 +95,11 @@ record - "$(eth 86 dd) 60 00 00 00 00 08 32 40 $v6b $v6a" \
 record 60 "$(eth 08 00)"
 
 # Bytes from hex, through printf's \x escapes.
+words=${words// /}
+escaped=
+while [ -n "$words" ]; do
+	escaped="$escaped\\x${words:0:2}"
+	words=${words:2}
+done
 # shellcheck disable=SC2059 # the format is the data
-printf "$(echo "$words" | sed 's/ *\([0-9a-f][0-9a-f]\)/\\x\1/g')"
+printf "$escaped"

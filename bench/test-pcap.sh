@@ -30,7 +30,7 @@ if "$bench" --pcap /dev/null 2>&1 | grep -q 'built without libpcap'; then
 fi
 
 tmp=$(mktemp -d)
-srv= td=
+srv='' td=''
 cleanup() {
 	[ -n "$td" ] && kill -KILL "$td" 2>/dev/null
 	[ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
@@ -100,7 +100,9 @@ captured=$(sed -n 's/^\([0-9]*\) packets\? captured.*/\1/p' "$tmp/td.out")
 dropped=$(sed -n 's/^\([0-9]*\) packets\? dropped by kernel.*/\1/p' \
 	"$tmp/td.out")
 echo "  tcpdump: ${captured:-?} packets captured, ${dropped:-?} dropped"
-[ -n "$captured" ] && [ -n "$dropped" ] || fail "tcpdump's counts"
+if [ -z "$captured" ] || [ -z "$dropped" ]; then
+	fail "tcpdump's counts"
+fi
 # The connections the server accepted, the one asking included.
 accepted=$(curl -sf "$url/stats" | sed -n 's/.*"accepted": *\([0-9]*\).*/\1/p')
 [ -n "$accepted" ] || fail "/stats"
@@ -131,8 +133,9 @@ for local in "--local 127.0.0.1" ""; do
 	else
 		# A dropped packet may be a connection's SYN (then the
 		# lower port decides) or all of a short one's packets.
-		[ "$flows" -le "$accepted" ] && [ "$flows" -ge $conns ] ||
+		if [ "$flows" -gt "$accepted" ] || [ "$flows" -lt $conns ]; then
 			fail "$flows flows, the server accepted $accepted"
+		fi
 	fi
 	for impl in chained lfht plain; do
 		for wl in "pcap	$impl	$flows	1" "pcap-b16	$impl	$flows	2"; do
