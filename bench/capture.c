@@ -69,7 +69,7 @@ static void kmap_rehash(struct kmap *m, size_t slots)
 	memset(m->slot, 0xff, slots * sizeof(*m->slot));
 	m->mask = slots - 1;
 	for (i = 0; i < m->n; i++) {
-		j = ct_hash_key(&kmap_secret, &m->keys[i]) & m->mask;
+		j = ct_hash_sip(&kmap_secret, &m->keys[i]) & m->mask;
 		while (m->slot[j] != KMAP_EMPTY)
 			j = (j + 1) & m->mask;
 		m->slot[j] = (uint32_t)i;
@@ -85,7 +85,7 @@ static uint32_t kmap_add(struct kmap *m, const struct conntab_key *k,
 	/* At most half full: probes stay short. */
 	if (2 * (m->n + 1) > m->mask + 1)
 		kmap_rehash(m, m->mask ? 2 * (m->mask + 1) : 2048);
-	j = ct_hash_key(&kmap_secret, k) & m->mask;
+	j = ct_hash_sip(&kmap_secret, k) & m->mask;
 	for (; m->slot[j] != KMAP_EMPTY; j = (j + 1) & m->mask) {
 		if (ct_key_eq(&m->keys[m->slot[j]], k)) {
 			*added = false;

@@ -48,7 +48,7 @@ struct lf_table {
 static inline unsigned long lf_hash(const struct lf_table *t,
 				    const struct conntab_key *k)
 {
-	return t->jhash ? b_jhash_key(k, t->seed) : ct_hash_key(&t->sec, k);
+	return t->jhash ? b_jhash_key(k, t->seed) : ct_hash_sip(&t->sec, k);
 }
 
 static inline struct lf_obj *lf_obj(struct cds_lfht_node *n)

@@ -8,7 +8,9 @@ lib_libconntab_la_SOURCES = \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \
-	lib/hash.h lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h \
+	lib/evict.c lib/evict.h \
+	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
 	lib/split.c \

@@ -1131,8 +1131,10 @@ const struct conntab_ops ct_trie_ops = {
 	.create		= trie_create,
 	.destroy	= trie_destroy,
 	.insert		= trie_insert,
-	.lookup		= trie_lookup,
-	.lookup_batch	= trie_lookup_batch,
+	.read		= {
+		[CONNTAB_HASH_SIPHASH]	= { trie_lookup, trie_lookup_batch },
+		[CONNTAB_HASH_AES]	= { trie_lookup, trie_lookup_batch },
+	},
 	.remove		= trie_remove,
 	.timewait	= trie_timewait,
 	.walk		= trie_walk,

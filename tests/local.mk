@@ -15,6 +15,10 @@
 #   test-concurrency  readers, writers and a walker together; grow/shrink
 #                     under readers
 #   test-race         writers racing on the same keys: never a duplicate
+#   test-scan         conntab_scan(): codes, cursor, budgets, callbacks
+#                     that change their node, passes under growth waves
+#   test-evict        conntab_insert_evict(): the cap, ranks, assured
+#                     nodes, readers of assured keys while it evicts
 #   test-flavor-qsbr, test-flavor-bp
 #                     the same library under the qsbr and bp flavors
 #
@@ -32,6 +36,8 @@ T_PROGS = \
 	tests/test-alloc \
 	tests/test-concurrency \
 	tests/test-race \
+	tests/test-scan \
+	tests/test-evict \
 	tests/test-flavor-qsbr \
 	tests/test-flavor-bp
 check_PROGRAMS += $(T_PROGS)
@@ -76,6 +82,14 @@ tests_test_concurrency_LDADD = $(T_MEMB_LDADD)
 tests_test_race_SOURCES = tests/test-race.c $(T_THREADS)
 tests_test_race_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_race_LDADD = $(T_MEMB_LDADD)
+
+tests_test_scan_SOURCES = tests/test-scan.c $(T_THREADS)
+tests_test_scan_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_scan_LDADD = $(T_MEMB_LDADD)
+
+tests_test_evict_SOURCES = tests/test-evict.c $(T_THREADS)
+tests_test_evict_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_evict_LDADD = $(T_MEMB_LDADD)
 
 # The same library under the other flavors: one source, built per flavor,
 # linking that flavor's library only.
@@ -155,7 +169,7 @@ clean-fuzz:
 # one does not.
 check_PROGRAMS += tests/test-flood
 TESTS += tests/test-flood
-tests_test_flood_SOURCES = tests/test-flood.c
+tests_test_flood_SOURCES = tests/test-flood.c $(T_COMMON)
 tests_test_flood_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
 tests_test_flood_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
 

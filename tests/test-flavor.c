@@ -119,7 +119,7 @@ static void *reader_main(void *arg)
 
 START_TEST(create_macro)
 {
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct conntab *t;
 
 	/* The macro passed this program's flavor. */
@@ -139,7 +139,7 @@ END_TEST
 
 START_TEST(readers_and_call_rcu)
 {
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct tconn *hold[2 * NSTABLE] = { NULL }, *c, *n;
 	struct conntab_node *rec;
 	struct conntab_stats st;
@@ -253,7 +253,8 @@ START_TEST(explicit_flavor)
 {
 	enum { N = 20000 };
 	struct rcu_flavor_struct fl = rcu_flavor;
-	struct conntab_config cfg = { .backend = B, .flavor = &fl };
+	struct conntab_config cfg = { .backend = B, .flavor = &fl,
+				       .hash = t_hash };
 	struct tconn *c = calloc(N, sizeof(*c));
 	struct conntab_stats st;
 	struct conntab_key k;
