@@ -45,6 +45,8 @@ struct bench_opts {
 	bool grown;		/* also every resizing impl grown from empty */
 	double tw_share;	/* lookup tables: share of time-wait entries */
 	int keyset;		/* KS_*: the keys every workload uses */
+	enum conntab_hash hash;	/* --hash: what conntab's tables ask for */
+	enum conntab_hash hash_used;	/* what they got; the peers' hash */
 	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */

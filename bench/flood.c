@@ -63,18 +63,20 @@ static bool by_top_bits(const struct bench_impl *im)
 #define B_FLOOD_XH_SHIFT	6
 
 /*
- * @na keys toward 192.0.2.1:443 whose hash under the all-zero secret has
- * its low @bits bits zero: one bucket of 2^bits; or, @top, its top
- * @bits - 6 and low 6 bits: one chain of exthash's 2^(bits - 6) segments.
+ * @na keys toward 192.0.2.1:443 whose hash (the run's, --hash) under the
+ * all-zero secret has its low @bits bits zero: one bucket of 2^bits; or,
+ * @top, its top @bits - 6 and low 6 bits: one chain of exthash's
+ * 2^(bits - 6) segments.
  */
 static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 			bool top, uint64_t seed)
 {
-	const struct ct_secret sec = { 0, 0 };
+	struct b_hash h;
 	uint32_t mask = (uint32_t)((1ull << bits) - 1);
 	uint64_t rng = seed;
 	size_t n = 0;
 
+	b_hash_init(&h, zero_secret, b_opts.hash_used == CONNTAB_HASH_AES);
 	if (top && bits > B_FLOOD_XH_SHIFT)
 		mask = (uint32_t)((1ull << (bits - B_FLOOD_XH_SHIFT)) - 1)
 			       << (32 - bits + B_FLOOD_XH_SHIFT) |
@@ -85,7 +87,7 @@ static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 
 		conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(443),
 			       (uint32_t)r, (uint16_t)(r >> 32));
-		if (!(ct_hash_sip(&sec, &k) & mask))
+		if (!(b_hash32(&h, &k) & mask))
 			out[n++] = k;
 	}
 }

@@ -40,15 +40,16 @@ struct lf_obj {
 
 struct lf_table {
 	struct cds_lfht *ht;
-	struct ct_secret sec;
+	struct b_hash h;
 	bool jhash;		/* lfht-jhash */
 	uint32_t seed;
 };
 
+/* Writers' hash; lookups inline theirs (lf_lookup). */
 static inline unsigned long lf_hash(const struct lf_table *t,
 				    const struct conntab_key *k)
 {
-	return t->jhash ? b_jhash_key(k, t->seed) : ct_hash_sip(&t->sec, k);
+	return t->jhash ? b_jhash_key(k, t->seed) : b_hash32(&t->h, k);
 }
 
 static inline struct lf_obj *lf_obj(struct cds_lfht_node *n)
@@ -71,8 +72,9 @@ static void *lf_create(const struct bench_impl *im, size_t expected,
 		return NULL;
 	while (size < expected)
 		size <<= 1;
-	t->sec = b_secret(secret);
 	t->jhash = im->flags & BI_JHASH;
+	b_hash_init(&t->h, secret,
+		    !t->jhash && b_opts.hash_used == CONNTAB_HASH_AES);
 	memcpy(&t->seed, secret, sizeof(t->seed));
 	t->ht = cds_lfht_new(size, size, 0,
 			     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
@@ -115,16 +117,20 @@ static int lf_insert(void *tp, void *obj, const struct conntab_key *k)
 	return got == &o->node ? 0 : -EEXIST;
 }
 
-static void *lf_lookup(void *tp, const struct conntab_key *k)
+static inline __attribute__((always_inline)) void *
+lf_find(struct lf_table *t, unsigned long h, const struct conntab_key *k)
 {
-	struct lf_table *t = tp;
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
 
-	cds_lfht_lookup(t->ht, lf_hash(t, k), lf_match, k, &it);
+	cds_lfht_lookup(t->ht, h, lf_match, k, &it);
 	n = cds_lfht_iter_get_node(&it);
 	return n ? lf_obj(n) : NULL;
 }
+
+B_PEER_LOOKUP(lf_lookup, struct lf_table, lf_find,
+	      t->jhash ? b_jhash_key(k, t->seed) : ct_hash_sip(&t->h.sec, k),
+	      ct_hash_aes(&t->h.ak, k))
 
 /* lfht has no batch interface: one lookup after another. */
 static size_t lf_batch(void *tp, const struct conntab_key *k, void **out,

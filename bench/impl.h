@@ -6,9 +6,10 @@
  * workload allocates (one cache line apart, placed at random) and passes
  * in; like conntab's nodes, every peer's node is embedded in the object and
  * holds or points to the key, so that no peer pays for an extra
- * allocation. Every peer hashes keys with the same keyed SipHash-1-3 and
- * the same secret as conntab (lib/hash.h), so bucket distributions match;
- * lfht-jhash alone hashes as lfht's users do (jhash.h).
+ * allocation. Every peer hashes keys with the same keyed hash and the same
+ * secret as conntab's tables (--hash: SipHash-1-3 or AES, peer-hash.h), so
+ * bucket distributions match; lfht-jhash alone hashes as lfht's users do
+ * (jhash.h).
  *
  * Readers (lookup, batch) run inside the memb flavor's read-side critical
  * section taken by the workload. Writers take whatever the implementation
@@ -22,8 +23,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "hash.h"	/* lib/hash.h: the one keyed hash, for every peer */
 #include "key.h"	/* lib/key.h: the one key compare, for every peer */
+#include "peer-hash.h"	/* the run's keyed hash, for every peer */
 
 /* Safe with concurrent readers and several writers. */
 #define BI_MT		0x1u
@@ -79,38 +80,5 @@ extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;
 #endif
-
-/* The table secret in the form lib/hash.h takes. */
-static inline struct ct_secret b_secret(const uint8_t *bytes)
-{
-	struct ct_secret s;
-
-	memcpy(&s.k0, bytes, 8);
-	memcpy(&s.k1, bytes + 8, 8);
-	return s;
-}
-
-/*
- * The same SipHash-1-3 over the same words as ct_hash_sip(), without the
- * fold to 32 bits: ck_ht keeps and compares a 64-bit hash.
- */
-static inline uint64_t b_hash64(const struct ct_secret *sec,
-				const struct conntab_key *k)
-{
-	struct ct_sip s;
-
-	ct_sip_init(&s, sec);
-	ct_sip_word(&s, ct_key_word0(k));
-	if (__builtin_expect(k->family == AF_INET, 1)) {
-		ct_sip_word(&s, (uint64_t)k->laddr.v4.s_addr |
-				(uint64_t)k->raddr.v4.s_addr << 32);
-		return ct_sip_final(&s, 16);
-	}
-	ct_sip_word(&s, ct_load64(&k->laddr.bytes[0]));
-	ct_sip_word(&s, ct_load64(&k->laddr.bytes[8]));
-	ct_sip_word(&s, ct_load64(&k->raddr.bytes[0]));
-	ct_sip_word(&s, ct_load64(&k->raddr.bytes[8]));
-	return ct_sip_final(&s, 40);
-}
 
 #endif /* BENCH_IMPL_H */

@@ -223,6 +223,44 @@ static int parse_workloads(const char *arg)
 	return 0;
 }
 
+/*
+ * What --hash gives conntab's tables on this CPU (the peers then hash
+ * alike), and a line for the header: the hash each implementation's
+ * tables use. Exits if the hash asked for cannot run here.
+ */
+static void resolve_hash(const struct bench_impl **im, size_t ni,
+			 char *line, size_t len)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_CHAINED,
+				      .hash = b_opts.hash };
+	struct conntab *t = conntab_create(&cfg);
+	size_t i, o = 0;
+	const char *h;
+
+	if (!t) {
+		fprintf(stderr, "conntab-bench: --hash %s: not on this CPU or "
+			"in this build\n", conntab_hash_name(b_opts.hash));
+		exit(2);
+	}
+	b_opts.hash_used = conntab_hash_of(t);
+	conntab_destroy(t, NULL);
+	for (i = 0; i < ni && o < len; i++) {
+		h = conntab_hash_name(b_opts.hash_used);
+		if (im[i]->flags & BI_JHASH)
+			h = "jhash";
+		else if (im[i]->flags & BI_CONNTAB) {
+			cfg.backend = (enum conntab_backend)im[i]->backend;
+			t = conntab_create(&cfg);
+			/* The trie reports the choice, and hashes nothing. */
+			h = !t ? "?" : cfg.backend == CONNTAB_TRIE ? "none" :
+			    conntab_hash_name(conntab_hash_of(t));
+			conntab_destroy(t, NULL);
+		}
+		o += (size_t)snprintf(line + o, len - o, "%s%s %s",
+				      i ? ", " : "", im[i]->name, h);
+	}
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -258,6 +296,8 @@ static void usage(FILE *f)
 "  --keys SET         random (default), or the trie's worst cases:\n"
 "                     worst-mem (IPv6, at most 2M), worst-depth (IPv6,\n"
 "                     288 keys whatever --n says)\n"
+"  --hash H           auto (default), siphash or aes: the keyed hash of\n"
+"                     conntab's tables, which the peers share\n"
 "  --secret zero      all-zero hash secret (default: random, one per run)\n"
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
@@ -290,6 +330,7 @@ static void parse(int argc, char **argv)
 		{ "grown", no_argument, NULL, 'g' },
 		{ "tw-share", required_argument, NULL, 'W' },
 		{ "keys", required_argument, NULL, 'K' },
+		{ "hash", required_argument, NULL, 'H' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -347,6 +388,12 @@ static void parse(int argc, char **argv)
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'H':
+			c = conntab_hash_from_name(optarg);
+			if (c < 0)
+				goto bad;
+			b_opts.hash = (enum conntab_hash)c;
+			break;
 		case 'K':
 			if (!strcmp(optarg, "worst-mem"))
 				b_opts.keyset = KS_WORST_MEM;
@@ -437,6 +484,7 @@ int main(int argc, char **argv)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];
 	struct bench_keys keys;
+	char hashes[512];
 	unsigned int s;
 	size_t ni;
 
@@ -452,6 +500,7 @@ int main(int argc, char **argv)
 		return 1;
 #endif
 	rcu_register_thread();
+	resolve_hash(im, ni, hashes, sizeof(hashes));
 	if (b_opts.pin)
 		b_pin_self(0);
 	if (b_opts.json && b_opts.table)
@@ -466,6 +515,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)b_opts.seed, b_opts.reps,
 		       b_opts.threads, b_opts.pin ? ", pinned" : "",
 		       b_opts.cpu_clock ? "cpu" : "wall");
+		printf("# hash %s (--hash %s): %s\n",
+		       conntab_hash_name(b_opts.hash_used),
+		       conntab_hash_name(b_opts.hash), hashes);
 	}
 	b_report_header();
 	/* Every workload but pcap runs per size. */
