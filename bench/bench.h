@@ -76,6 +76,8 @@ enum b_workload {
 	W_PCAP,
 	W_WRITERS,
 	W_PREFIX,
+	W_SCAN,
+	W_EVICT,
 	W_COUNT
 };
 
@@ -193,6 +195,11 @@ void b_run_writers(const struct bench_impl **im, size_t ni,
 		   const struct bench_keys *k);
 void b_run_prefix(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k);
+/* bench/scan.c, bench/evict.c: conntab's backends only */
+void b_run_scan(const struct bench_impl **im, size_t ni,
+		const struct bench_keys *k);
+void b_run_evict(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k);
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);

@@ -41,6 +41,8 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_PCAP] = "pcap",
 	[W_WRITERS] = "writers",
 	[W_PREFIX] = "prefix",
+	[W_SCAN] = "scan",
+	[W_EVICT] = "evict",
 };
 
 static bool impl_selected(const char *name)
@@ -270,8 +272,8 @@ static void usage(FILE *f)
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
-"                     trains pcap writers prefix (default all; with\n"
-"                     --pcap: pcap)\n"
+"                     trains pcap writers prefix scan evict (default all;\n"
+"                     with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
 "                     plain (default: every backend this library has,\n"
 "                     and every peer)\n"
@@ -534,6 +536,8 @@ int main(int argc, char **argv)
 		b_run_update(im, ni, &keys);
 		b_run_writers(im, ni, &keys);
 		b_run_prefix(im, ni, &keys);
+		b_run_scan(im, ni, &keys);
+		b_run_evict(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
 		/* Fixed-size tables of its own: once, with the first size. */
 		if (!s)

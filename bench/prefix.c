@@ -64,15 +64,13 @@ void b_run_prefix(const struct bench_impl **all, size_t nall,
 	struct bench_table tb[B_MAX_IMPLS];
 	struct bench_keys pk = *k;
 	struct conntab_key ep;
-	size_t ni = 0, i, on, seen;
+	size_t ni, i, on, seen;
 	unsigned int rep, bits;
 	uint64_t t0;
 
 	if (!b_want(W_PREFIX) || b_opts.keyset != KS_RANDOM)
 		return;
-	for (i = 0; i < nall; i++)
-		if (all[i]->flags & BI_CONNTAB)
-			im[ni++] = all[i];
+	ni = b_pick(all, nall, BI_CONNTAB, im);
 	if (!ni)
 		return;
 	pk.keys = endpoint_keys(k, &ep, &on);

@@ -40,6 +40,13 @@ has '^writers-cpu	trie	4096	1	'
 has '^prefix	trie	4096	1	'
 has '^prefix-match	chained	4096	1	'
 has '^depth	trie	4096	1	'
+# scan and evict: passes and walks visit every key once, evictions make
+# room (exit status); backends without them leave their rows out.
+has '^scan-64/walk	chained	4096	1	'
+has '^scan-1000-max	exthash	4096	1	'
+has '^walk	split	4096	1	'
+has '^evict/insert	chained	4096	1	'
+has '^# evict/insert  *exthash'
 has '^grow-resizes	exthash	4096	1	'
 # --grown: the resizing implementations again, grown from empty.
 out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \

@@ -147,17 +147,6 @@ static void sleep_ns(uint64_t ns)
 
 /* ---- churn ---- */
 
-struct writer {
-	pthread_t tid;
-	const struct bench_impl *im;
-	void *t;
-	const struct bench_keys *k;
-	unsigned int cpu;
-	volatile int *stop;
-	size_t pairs;		/* insert+remove pairs done (relaxed) */
-	size_t fails;
-};
-
 /*
  * Insert pool node i, remove the one inserted B_CHURN_LAG steps before;
  * after a pass over the pool, wait a grace period before reusing it. The
@@ -165,7 +154,7 @@ struct writer {
  */
 static void *writer_fn(void *arg)
 {
-	struct writer *w = arg;
+	struct b_writer *w = arg;
 	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
 						   : B_CHURN_POOL;
 	char *objs = b_alloc(pool * B_LINE);
@@ -174,8 +163,8 @@ static void *writer_fn(void *arg)
 
 	b_thread_start(w->cpu, NULL, NULL);
 	t0 = b_now_ns();
-	while (!*w->stop) {
-		for (i = 0; i < pool + B_CHURN_LAG && !*w->stop; i++) {
+	while (!w->stop) {
+		for (i = 0; i < pool + B_CHURN_LAG && !w->stop; i++) {
 			if (i < pool) {
 				memset(objs + i * B_LINE, 0, B_LINE);
 				fails += w->im->insert(w->t, objs + i * B_LINE,
@@ -211,6 +200,30 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
+void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
+		    const struct bench_keys *k, unsigned int cpu)
+{
+	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu };
+	if (pthread_create(&w->tid, NULL, writer_fn, w)) {
+		fprintf(stderr, "conntab-bench: no writer thread\n");
+		exit(1);
+	}
+}
+
+size_t b_writer_pairs(struct b_writer *w)
+{
+	return __atomic_load_n(&w->pairs, __ATOMIC_RELAXED);
+}
+
+void b_writer_stop(struct b_writer *w, const char *what)
+{
+	w->stop = 1;
+	pthread_join(w->tid, NULL);
+	if (w->fails)
+		b_failed("%s %s: %zu writes failed", w->im->name, what,
+			 w->fails);
+}
+
 /* One churn measurement: @nr readers and one writer on table @tb. */
 static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 		      unsigned int nr, double *lps, double *nsl, double *wps)
@@ -218,31 +231,24 @@ static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull, t0, t1;
 	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
-	volatile int stop = 0, wstop = 0;
-	struct writer w = { .im = im, .t = tb->t, .k = k, .cpu = nr,
-			    .stop = &wstop };
+	volatile int stop = 0;
+	struct b_writer w;
 	size_t l0, l1, p0, p1, look, miss;
 	int ready;
 
 	readers_start(rd, nr, false, im, tb->t, k, &stop, NULL, &ready);
-	if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
-		fprintf(stderr, "conntab-bench: no writer thread\n");
-		exit(1);
-	}
+	b_writer_start(&w, im, tb->t, k, nr);
 	sleep_ns(dur / 8);	/* let everyone get going */
 	l0 = readers_count(rd, nr);
-	p0 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	p0 = b_writer_pairs(&w);
 	t0 = b_now_ns();
 	sleep_ns(dur);
 	l1 = readers_count(rd, nr);
-	p1 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	p1 = b_writer_pairs(&w);
 	t1 = b_now_ns();
-	wstop = 1;
-	pthread_join(w.tid, NULL);
+	b_writer_stop(&w, "churn");
 	readers_stop(rd, nr, &stop, &look, &miss);
 	b_check_found(im, "churn", look - miss, look);
-	if (w.fails)
-		b_failed("%s churn: %zu writes failed", im->name, w.fails);
 	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
 	*nsl = (double)(t1 - t0) * nr / (double)(l1 - l0);
 	*wps = (double)(p1 - p0) * 1e9 / (double)(t1 - t0);
@@ -521,16 +527,9 @@ void b_run_mt(const struct bench_impl **all, size_t nall,
 	      const struct bench_keys *k)
 {
 	const struct bench_impl *mt[B_MAX_IMPLS], *gr[B_MAX_IMPLS];
-	size_t nmt = 0, ngr = 0, i;
+	size_t nmt = b_pick(all, nall, BI_MT, mt);
+	size_t ngr = b_pick(all, nall, BI_MT | BI_GROWS, gr);
 
-	for (i = 0; i < nall; i++) {
-		/* Unsized twins: grow is where growing under load is. */
-		if (!(all[i]->flags & BI_MT) || (all[i]->flags & BI_UNSIZED))
-			continue;
-		mt[nmt++] = all[i];
-		if (all[i]->flags & BI_GROWS)
-			gr[ngr++] = all[i];
-	}
 	if (nmt && b_want(W_CHURN))
 		churn(mt, nmt, k);
 	if (ngr && b_want(W_GROW))

@@ -47,6 +47,18 @@ void b_objs_free(struct bench_objs *o)
 	o->base = NULL;
 }
 
+size_t b_pick(const struct bench_impl **all, size_t nall, unsigned int with,
+	      const struct bench_impl **out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < nall; i++)
+		if ((all[i]->flags & with) == with &&
+		    !(all[i]->flags & BI_UNSIZED))
+			out[n++] = all[i];
+	return n;
+}
+
 void *b_create(const struct bench_impl *im, size_t expected,
 	       const uint8_t *secret)
 {

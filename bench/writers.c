@@ -114,13 +114,11 @@ void b_run_writers(const struct bench_impl **all, size_t nall,
 	const struct bench_impl *im[B_MAX_IMPLS];
 	struct bench_table tb[B_MAX_IMPLS];
 	char *objs[B_MAX_IMPLS];
-	size_t ni = 0, i, n = k->n, slice;
+	size_t ni, i, n = k->n, slice;
 
 	if (!b_want(W_WRITERS))
 		return;
-	for (i = 0; i < nall; i++)
-		if ((all[i]->flags & BI_MT) && !(all[i]->flags & BI_UNSIZED))
-			im[ni++] = all[i];
+	ni = b_pick(all, nall, BI_MT, im);
 	nc = b_opts.threads > 2 ? 3 : 2;
 	/* N/8 keys per writer (128K at 1M), from the absent keys. */
 	slice = n / 8;
