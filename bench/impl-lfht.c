@@ -212,6 +212,27 @@ static long lf_memory(void *tp)
 	return -1;
 }
 
+/*
+ * liburcu 0.13 starts lfht's resize worker with the first auto-resizing
+ * table and ends it with the last; a thread inherits the CPU affinity of
+ * the thread that starts it. So that --pin does not put the worker on the
+ * measuring thread's CPU, main() starts it first and one empty table keeps
+ * it for the run.
+ */
+static struct cds_lfht *lf_keeper;
+
+void b_lfht_worker_start(void)
+{
+	lf_keeper = cds_lfht_new(1, 1, 0, CDS_LFHT_AUTO_RESIZE, NULL);
+}
+
+void b_lfht_worker_stop(void)
+{
+	if (lf_keeper && cds_lfht_destroy(lf_keeper, NULL))
+		abort();
+	lf_keeper = NULL;
+}
+
 #define LF_IMPL(nm, fl) {						\
 	.name = nm, .flags = BI_MT | BI_GROWS | (fl),			\
 	.obj_size = sizeof(struct lf_obj),				\

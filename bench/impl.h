@@ -76,6 +76,9 @@ size_t b_impls(const struct bench_impl **out, size_t max);
 extern const struct bench_impl b_impl_conntab[4];
 extern const struct bench_impl b_impl_lfht;
 extern const struct bench_impl b_impl_lfht_jhash;
+/* lfht's resize worker, started unpinned for the run (impl-lfht.c). */
+void b_lfht_worker_start(void);
+void b_lfht_worker_stop(void);
 extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;

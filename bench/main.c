@@ -263,6 +263,25 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 	}
 }
 
+static void nop_rcu(struct rcu_head *h)
+{
+}
+
+/*
+ * The library helpers' threads (liburcu's call_rcu worker, lfht's resize
+ * worker) take the CPU affinity of the thread that starts them: started
+ * before main() pins itself with --pin, they are free to run on any CPU
+ * instead of sharing the measuring thread's.
+ */
+static void helpers_start(void)
+{
+	static struct rcu_head h;
+
+	call_rcu(&h, nop_rcu);
+	rcu_barrier();
+	b_lfht_worker_start();
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -503,6 +522,7 @@ int main(int argc, char **argv)
 #endif
 	rcu_register_thread();
 	resolve_hash(im, ni, hashes, sizeof(hashes));
+	helpers_start();
 	if (b_opts.pin)
 		b_pin_self(0);
 	if (b_opts.json && b_opts.table)
@@ -557,6 +577,7 @@ int main(int argc, char **argv)
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
+	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)
 		fprintf(stderr, "conntab-bench: %lu wrong results\n", failures);
