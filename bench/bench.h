@@ -27,7 +27,7 @@
 #define B_MAX_IMPLS	16
 #define B_MAX_ZIPF	8
 #define B_MAX_BATCH	64	/* the largest batch a workload asks for */
-#define B_STREAM_BATCH	16	/* batch (receive burst) of the traffic streams */
+#define B_STREAM_BATCH	16	/* batch (receive burst) of traffic streams */
 #define B_READ_CHUNK	64	/* lookups per read-side critical section */
 
 struct bench_impl;

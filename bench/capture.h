@@ -42,9 +42,9 @@ enum b_pkt_verdict b_pkt_parse(int dlt, const uint8_t *p, size_t len,
 
 /* A capture read into flows (table keys) and packets (flow indexes). */
 struct b_capture {
-	struct conntab_key *flows;	/* the keys as the local side sees them */
+	struct conntab_key *flows;	/* keys as the local side sees them */
 	size_t nflows;
-	uint32_t *pkt_flow;		/* packet i belongs to flows[pkt_flow[i]] */
+	uint32_t *pkt_flow;		/* packet i: flows[pkt_flow[i]] */
 	size_t npkts;
 	size_t skipped[PKT_VERDICTS];	/* [PKT_OK] unused */
 	size_t nskipped;

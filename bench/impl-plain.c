@@ -57,8 +57,8 @@ static void pl_destroy(void *tp)
 }
 
 /* The link pointing to the object holding @k (hash @h); *link NULL if none. */
-static inline __attribute__((always_inline)) struct pl_obj **pl_find(struct pl_table *t, uint32_t h,
-			       const struct conntab_key *k)
+static inline __attribute__((always_inline)) struct pl_obj **
+pl_find(struct pl_table *t, uint32_t h, const struct conntab_key *k)
 {
 	struct pl_obj **pp, *o;
 

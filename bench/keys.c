@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The keys of one run: uniform random TCP 4-tuples (or with --keys one of
- * the trie's worst-case sets), made once and used by every implementation. keys[i] lives in object slot[i] (objects placed at
+ * the trie's worst-case sets), made once and used by every
+ * implementation. keys[i] lives in object slot[i] (objects placed at
  * random, as connection objects are in a real heap); lookups go through
  * order[], the same keys shuffled, so the key stream is read sequentially
  * while the table accesses are random.

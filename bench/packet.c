@@ -32,7 +32,8 @@ const char *const b_pkt_verdict_names[PKT_VERDICTS] = {
 #define ETH_IPV6	0x86dd
 #define ETH_VLAN	0x8100
 #define ETH_QINQ	0x88a8
-#define IP6_MAX_EXT	8	/* extension headers followed before giving up */
+/* IPv6 extension headers followed before the packet counts as malformed. */
+#define IP6_MAX_EXT	8
 
 static inline unsigned int be16(const uint8_t *p)
 {

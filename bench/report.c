@@ -331,7 +331,8 @@ static void targets_scan_evict(const struct bench_impl **im, size_t ni,
 void b_report_targets(void)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];
-	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n(), big = 16u << 20;
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n();
+	size_t big = 16u << 20;
 	const char *best = NULL;
 	double bestv = NAN, x;
 
@@ -485,7 +486,8 @@ int b_report_plot(const char *file)
 	for (p = 0; p < PL_PANELS; p++)
 		for (i = 0; i < ni; i++)
 			for (b = 0; b < 2; b++)
-				plot_block(g, (unsigned int)(p * 100 + i * 2 + b),
+				plot_block(g, (unsigned int)(p * 100 +
+							     i * 2 + b),
 					   p, im[i]->name, b, n);
 	fprintf(g, "$floor << EOD\n");
 	for (i = 0; i < nres; i++)

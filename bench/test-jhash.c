@@ -22,7 +22,8 @@ static uint32_t hash_bytes(const uint8_t *k, size_t len, uint32_t seed)
 	a = b = c = 0xdeadbeef + (uint32_t)len + seed;
 	for (; len > 12; len -= 12, k += 12) {
 		for (i = 0; i < 3; i++)
-			w[i] = (uint32_t)k[4 * i] | (uint32_t)k[4 * i + 1] << 8 |
+			w[i] = (uint32_t)k[4 * i] |
+			       (uint32_t)k[4 * i + 1] << 8 |
 			       (uint32_t)k[4 * i + 2] << 16 |
 			       (uint32_t)k[4 * i + 3] << 24;
 		a += w[0];

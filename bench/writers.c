@@ -110,7 +110,8 @@ void b_run_writers(const struct bench_impl **all, size_t nall,
 		   const struct bench_keys *k)
 {
 	unsigned int cfg[3] = { 1, 2, b_opts.threads }, nc, c, rep;
-	static double wps[B_MAX_IMPLS][B_MAX_REPS], cpu[B_MAX_IMPLS][B_MAX_REPS];
+	static double wps[B_MAX_IMPLS][B_MAX_REPS];
+	static double cpu[B_MAX_IMPLS][B_MAX_REPS];
 	const struct bench_impl *im[B_MAX_IMPLS];
 	struct bench_table tb[B_MAX_IMPLS];
 	char *objs[B_MAX_IMPLS];
