@@ -96,7 +96,7 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
 		return -ENOSPC;
 	ct_heads_evict(&v, s);
 	ct_chain_push(&c->buckets[n->ct_hash & c->mask], n);
-	s->entries++;
+	ct_stripe_add(s, 1, 0);
 	*evicted = v.node;
 	return 0;
 }

@@ -101,6 +101,12 @@ struct conntab_ops {
 	 */
 	bool unhashed;
 	/*
+	 * Writers and stats retire memory through the flavor's call_rcu and
+	 * read it under its read lock, so they must run on threads the
+	 * flavor counts (conntab.h, "Threads"): debug builds check it.
+	 */
+	bool registered_writers;
+	/*
 	 * Lookup and batch per hash, the hash inlined in each (hash-ops.h);
 	 * an unhashed backend gives the same pair for every hash. A NULL
 	 * entry: that hash is not built in (AES on other architectures).
@@ -171,6 +177,26 @@ extern const struct conntab_ops ct_chained_ops;
 extern const struct conntab_ops ct_split_ops;
 extern const struct conntab_ops ct_trie_ops;
 extern const struct conntab_ops ct_exthash_ops;
+
+/*
+ * A writer of a backend that retires memory through call_rcu and reads it
+ * under the flavor's read lock (exthash, trie) must run on a thread the
+ * flavor counts: debug builds (--enable-debug) check what the flavor can
+ * tell. Under QSBR, read_ongoing() is true exactly on an online registered
+ * thread (read_lock is a no-op there); under the other flavors it is true
+ * inside any read_lock, so they pass: memb cannot tell an unregistered
+ * thread, and bp registers threads itself.
+ */
+#ifdef CT_DEBUG
+void ct_writer_check_debug(const struct conntab *t, const char *what);
+# define ct_writer_check(t, what)					\
+	do {								\
+		if ((t)->ops->registered_writers)			\
+			ct_writer_check_debug((t), (what));		\
+	} while (0)
+#else
+# define ct_writer_check(t, what)	do { } while (0)
+#endif
 
 /* Does @n belong to @t? (a hint outside the lock; recheck under it) */
 static inline bool ct_node_owned(const struct conntab_node *n,

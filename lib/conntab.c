@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -18,6 +19,7 @@
 
 #include "conntab-int.h"
 #include "key.h"
+#include "probes.h"
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
@@ -119,6 +121,24 @@ static int ct_hash_resolve(const struct conntab_ops *ops,
 	return -EINVAL;
 }
 
+#ifdef CT_DEBUG
+void ct_writer_check_debug(const struct conntab *t, const char *what)
+{
+	int ok;
+
+	t->flavor->read_lock();
+	ok = t->flavor->read_ongoing();
+	t->flavor->read_unlock();
+	if (ok)
+		return;
+	fprintf(stderr, "conntab: %s of a %s table from a thread the RCU "
+		"flavor does not count (unregistered, or offline under QSBR); "
+		"see conntab.h, \"Threads\"\n", what,
+		conntab_backend_name(t->backend));
+	abort();
+}
+#endif
+
 /* A fresh 128-bit secret from the kernel's CSPRNG. */
 static int ct_random_secret(uint8_t buf[16])
 {
@@ -218,6 +238,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 
 	if (!t || !n || !key || !ct_key_valid(key))
 		return -EINVAL;
+	ct_writer_check(t, "an insert");
 	/*
 	 * Start the misses of the bucket and of the node before the claim:
 	 * the claim's compare-and-swap on the node's (cold) line would
@@ -269,13 +290,18 @@ CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
 						  void *arg),
 				     void *arg, struct conntab_node **evicted)
 {
+	int err;
+
 	if (!evicted || !rank)
 		return -EINVAL;
 	*evicted = NULL;
 	/* No cap, nothing to evict: a plain insert. */
 	if (t && !t->max_entries)
 		rank = NULL;
-	return ct_insert(t, n, key, NULL, rank, arg, evicted);
+	err = ct_insert(t, n, key, NULL, rank, arg, evicted);
+	if (*evicted)
+		CT_PROBE(evict, t, *evicted, n);
+	return err;
 }
 
 CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
@@ -299,6 +325,7 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 {
 	if (!t || !n)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_remove()");
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	return t->ops->remove(t, n);
@@ -311,6 +338,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 
 	if (!t || !est || !tw)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_timewait()");
 	if (!ct_node_owned(est, t))
 		return -ENOENT;
 	if (tw != est) {
@@ -386,10 +414,12 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
 	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
-	if (ret == 1)
+	if (ret == 1) {
 		memset(cur, 0, sizeof(*cur));
-	else
+		CT_PROBE(scan_pass, t, cur);
+	} else {
 		cur->opaque[0] = ct_cursor_tag(t);
+	}
 	return ret;
 }
 
@@ -398,8 +428,10 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	if (!st)
 		return;
 	memset(st, 0, sizeof(*st));
-	if (t)
-		t->ops->stats(t, st);
+	if (!t)
+		return;
+	ct_writer_check(t, "conntab_stats()");
+	t->ops->stats(t, st);
 }
 
 CONNTAB_API int conntab_resize_stats(struct conntab *t,

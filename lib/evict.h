@@ -16,8 +16,13 @@
  *  - O(sample) cache misses: chains are visited until the sample is
  *    full, starting where the newcomer's lock already covers;
  *  - deadlock-free: the newcomer's lock is held throughout, every other
- *    lock is only try-locked (a busy one is skipped), and at most one of
- *    those is kept, the one that holds the best victim so far.
+ *    lock is only try-locked, for a short spin (CT_EVICT_SPIN attempts:
+ *    writers hold a lock for a few hundred nanoseconds), and one still
+ *    busy after it is skipped; at most one of those locks is kept, the
+ *    one that holds the best victim so far. So the sample holds at least
+ *    CT_EVICT_SAMPLE nodes, or all the table holds, except the nodes
+ *    behind a lock that another writer held for all of the spin: two
+ *    evictions that want each other's lock could wait forever otherwise.
  *
  * The victim's reservation (ct_reserve) passes to the newcomer, so the
  * entry count never exceeds max_entries, not even for an instant.
@@ -34,6 +39,8 @@
 
 /* Nodes in a sample (the contract's "at least 8"). */
 #define CT_EVICT_SAMPLE	8
+/* Attempts at another lock before the sample goes on without it. */
+#define CT_EVICT_SPIN	256
 
 /* The best victim of a sample so far, and the lock that holds it. */
 struct ct_victim {
@@ -86,12 +93,22 @@ static inline void ct_victim_chain(struct ct_victim *v,
 
 /*
  * Take @lock to sample what it covers, unless it is held already (the
- * newcomer's @own, or the best victim's). False: busy, skip it.
+ * newcomer's @own, or the best victim's). False: busy for the whole spin,
+ * skip it.
  */
 static inline bool ct_victim_trylock(const struct ct_victim *v, uint32_t *lock,
 				     const uint32_t *own)
 {
-	return lock == own || lock == v->lock || ct_spin_trylock(lock);
+	unsigned int i;
+
+	if (lock == own || lock == v->lock)
+		return true;
+	for (i = 0; i < CT_EVICT_SPIN; i++) {
+		if (ct_spin_trylock(lock))
+			return true;
+		ct_cpu_relax();
+	}
+	return false;
 }
 
 /*

@@ -58,6 +58,7 @@
 #include "evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /*
@@ -101,16 +102,51 @@
  */
 #define XH_RETIRE_MIN	8
 #define XH_RETIRE_MAX	1024
-/* Directory slots copied per writer call while a resize is pending. */
-#define XH_COPY_STEP	1024
 /*
- * The directory doubles only while it has at most 2 slots per segment,
- * and halves once no segment uses its full depth and it has more than 8
- * slots per segment: a table at a boundary does not resize back and
- * forth, and the directory stays O(segments) whatever the local depths.
+ * Directory slots copied per writer call while a resize is pending. A
+ * test build (lib/local.mk) copies CT_XH_COPY_STEP slots every
+ * CT_XH_COPY_EVERY calls instead, so that resizes stay pending across most
+ * of the splits and merges of a table, and counts the updates xh_publish()
+ * makes to the filled part of a pending directory, which it then makes
+ * thousands of times (tests/test-exthash-copystep).
+ */
+#ifdef CT_XH_COPY_STEP
+# define XH_COPY_STEP	CT_XH_COPY_STEP
+# define XH_COPY_EVERY	CT_XH_COPY_EVERY
+unsigned long ct_xh_fill_updates;
+# define xh_count_fill_update() \
+	__atomic_fetch_add(&ct_xh_fill_updates, 1, __ATOMIC_RELAXED)
+#else
+# define XH_COPY_STEP	1024
+# define XH_COPY_EVERY	1
+# define xh_count_fill_update()	do { } while (0)
+#endif
+/*
+ * The directory doubles while it has at most 2 slots per segment, and
+ * halves once no segment uses its full depth and it has more than 8 slots
+ * per segment: a table at a boundary does not resize back and forth.
+ *
+ * That alone stalls when the hashes share their top bits (a known secret,
+ * or a hash gone wrong): the keys then fill a corner of the directory that
+ * the slots of the empty rest outnumber, so the segments never reach half
+ * the slots while the corner's segments overflow. So a segment that
+ * overflows at the full depth may also double the directory while the
+ * new one has at most XH_SLOTS_PER_ENTRY slots per entry in the table.
+ * The bound: a directory is at most max(4 x segments, 4 x entries) slots
+ * when it is made (32 bytes per segment or entry), and keys whose hashes
+ * share k top bits keep chains of about 2^k / 256 nodes on average, short
+ * up to k = 8 (tests/test-exthash-skew.c: 1M keys, k = 8, chains <= 16);
+ * past that an attacker pays 2^k hashes per key for chains of 2^k / 256.
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
+#define XH_SLOTS_PER_ENTRY	4
+/*
+ * Entry counters, sharded by the low hash bits (uniform whatever the top
+ * bits share) so that writers on different chains rarely share one; only
+ * the directory's growth decision sums them.
+ */
+#define XH_NCOUNT	16
 /* Directories from this size on are mapped, not malloced. */
 #define XH_DIR_MMAP	(256 * 1024)
 
@@ -146,11 +182,16 @@ struct ct_exthash {
 	/* Taken by splits, merges and resize steps. */
 	uint32_t dir_lock __attribute__((aligned(CT_CACHELINE)));
 	size_t fill;			/* slots of pending filled */
+	unsigned long copy_calls;	/* test builds: XH_COPY_EVERY */
 	size_t nb;			/* live segments */
 	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
 	size_t splits, merges, dir_resizes, splitting;
 	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
 	unsigned int nretired;
+
+	struct {
+		long n;			/* atomic (relaxed) */
+	} count[XH_NCOUNT] __attribute__((aligned(CT_CACHELINE)));
 };
 
 _Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
@@ -418,6 +459,8 @@ static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 	hi = (size_t)(s->prefix + 1) << (p->depth - s->depth);
 	if (hi > x->fill)
 		hi = x->fill;
+	if (lo < hi)
+		xh_count_fill_update();
 	for (i = lo; i < hi; i++)
 		p->slot[i] = s;		/* p is unpublished: private */
 }
@@ -513,13 +556,38 @@ static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
 	x->fill = 0;
 }
 
-/* dir_lock held: may the directory double now? */
+/* Entries of hash @h added (or removed, negative) by a writer. */
+static void xh_count_add(struct ct_exthash *x, uint32_t h, long n)
+{
+	if (n)
+		__atomic_fetch_add(&x->count[h & (XH_NCOUNT - 1)].n, n,
+				   __ATOMIC_RELAXED);
+}
+
+/* Entries in the table, give or take the writers in flight. */
+static size_t xh_entries(const struct ct_exthash *x)
+{
+	long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < XH_NCOUNT; i++)
+		n += __atomic_load_n(&x->count[i].n, __ATOMIC_RELAXED);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * dir_lock held: may the directory double now? Asked when a segment
+ * overflows at the directory's full depth (see XH_SLOTS_PER_ENTRY).
+ */
 static bool xh_grow_ok(const struct ct_exthash *x)
 {
 	unsigned int d = x->dir->depth;
+	size_t slots = (size_t)1 << d;
 
-	return !x->pending && d < XH_MAX_DEPTH && (x->nb << XH_GROW_SHIFT) >=
-						  ((size_t)1 << d);
+	if (x->pending || d >= XH_MAX_DEPTH)
+		return false;
+	return (x->nb << XH_GROW_SHIFT) >= slots ||
+	       2 * slots <= XH_SLOTS_PER_ENTRY * xh_entries(x);
 }
 
 /* dir_lock held: may the directory halve now? */
@@ -565,6 +633,9 @@ static void xh_resize_step(struct ct_exthash *x)
 	size_t i, end, size;
 
 	if (!__atomic_load_n(&x->pending, __ATOMIC_RELAXED) ||
+	    (XH_COPY_EVERY > 1 &&
+	     __atomic_add_fetch(&x->copy_calls, 1, __ATOMIC_RELAXED) %
+	     XH_COPY_EVERY) ||
 	    !ct_spin_trylock(&x->dir_lock))
 		return;
 	p = x->pending;
@@ -585,6 +656,8 @@ static void xh_resize_step(struct ct_exthash *x)
 			ct_rcu_assign(x->dir, p);
 			xh_set_pending(x, NULL);
 			x->dir_resizes++;
+			CT_PROBE(exthash_dir_resize, x, (size_t)1 << d->depth,
+				 (size_t)1 << p->depth);
 			x->base.flavor->update_call_rcu(&d->rcu,
 							xh_dir_free_rcu);
 		}
@@ -642,6 +715,7 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	xh_publish(x, s->succ[1]);
 	x->splits++;
 	x->splitting--;
+	CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
 	batch = xh_retire_locked(x, s);
@@ -752,6 +826,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	x->nd[l - 1]++;
 	x->nb--;
 	x->merges++;
+	CT_PROBE(exthash_merge, x, l - 1, x->nb);
 	*halve = *halve || xh_shrink_ok(x);
 	s->dead = 1;	/* I3 */
 	o->dead = 1;
@@ -931,6 +1006,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	vs->count--;
 	if (v->node->ct_state == CONNTAB_TIMEWAIT)
 		vs->tw--;
+	xh_count_add(x, v->node->ct_hash, -1);
 	ct_victim_unlock(v, &s->lock);
 	return true;
 }
@@ -960,6 +1036,7 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 		}
 	}
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	xh_grow_locked(x, s, &d);
 	ct_spin_unlock(&s->lock);
 	xh_resize_step(x);
@@ -1018,6 +1095,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n)
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_remove_locked(t, head, n, &d);
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	if (s->splitting) {
 		/* A split in progress is finished before any merge. */
 		xh_split_step(x, s);
@@ -1235,6 +1313,7 @@ static void xh_resize_stats(struct conntab *t, struct conntab_resize_stats *rs)
 }
 
 const struct conntab_ops ct_exthash_ops = {
+	.registered_writers = true,	/* I5: call_rcu, read lock */
 	.create		= xh_create,
 	.destroy	= xh_destroy,
 	.insert		= xh_insert,

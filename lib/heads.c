@@ -142,8 +142,6 @@ void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own)
 	struct ct_stripe *vs = v->owner;
 
 	ct_victim_unlink(v);
-	vs->entries--;
-	if (v->node->ct_state == CONNTAB_TIMEWAIT)
-		vs->timewait--;
+	ct_stripe_add(vs, -1, -(v->node->ct_state == CONNTAB_TIMEWAIT));
 	ct_victim_unlock(v, &own->lock);
 }

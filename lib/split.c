@@ -59,6 +59,7 @@
 #include "evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /* Smallest table, for expected = 0. */
@@ -152,10 +153,11 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
 	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
 	struct conntab_node **pprev, *old;
+	size_t nest, ntw;
 
-	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev))
+	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest))
 		return -EEXIST;
-	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev);
+	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev, &ntw);
 	if (old) {
 		if (!recycled)
 			return -EEXIST;
@@ -169,14 +171,16 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 		ct_chain_unlink_release(pprev, old);
 		split_seq_end(s);
 		ct_node_release(old);
-		s->timewait--;
+		ct_stripe_add(s, 0, -1);
 		*recycled = old;
 		return 0;
 	}
 	if (!ct_reserve(t))
 		return -ENOSPC;
 	ct_chain_push(est, n);
-	s->entries++;
+	ct_stripe_add(s, 1, 0);
+	/* A miss in this bucket passes both chains. */
+	ct_probe_chain(t, h, nest + 1 + ntw);
 	return 0;
 }
 
@@ -214,7 +218,7 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 		goto out;
 	ct_heads_evict(&v, s);
 	ct_chain_push(split_head(sp, h & sp->mask, CONNTAB_ESTABLISHED), n);
-	s->entries++;
+	ct_stripe_add(s, 1, 0);
 	*evicted = v.node;
 	err = 0;
 out:
@@ -342,9 +346,7 @@ static int split_remove(struct conntab *t, struct conntab_node *n)
 	    (pprev = ct_chain_pprev(split_head(sp, b, n->ct_state), n))) {
 		ct_chain_unlink_release(pprev, n);
 		ct_node_release(n);
-		s->entries--;
-		if (n->ct_state == CONNTAB_TIMEWAIT)
-			s->timewait--;
+		ct_stripe_add(s, -1, -(n->ct_state == CONNTAB_TIMEWAIT));
 		ct_unreserve(t);
 		err = 0;
 	}
@@ -378,13 +380,13 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
 		ct_chain_move(pprev, est, twhead);
-		s->timewait++;
+		ct_stripe_add(s, 0, 1);
 	} else {
 		/* tw on its chain before est leaves its own (R). */
 		ct_chain_push(twhead, tw);
 		ct_chain_unlink_release(pprev, est);
 		ct_node_release(est);
-		s->timewait++;
+		ct_stripe_add(s, 0, 1);
 	}
 	ct_unlock_stripe(s);
 	return err;

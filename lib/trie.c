@@ -1130,6 +1130,7 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 
 const struct conntab_ops ct_trie_ops = {
 	.unhashed	= true,
+	.registered_writers = true,	/* retires nodes through call_rcu */
 	.create		= trie_create,
 	.destroy	= trie_destroy,
 	.insert		= trie_insert,

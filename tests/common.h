@@ -60,7 +60,9 @@ int t_cpu_has_aes(void);
 
 /*
  * The hashes a hash backend runs on this machine: SipHash, and AES where
- * the CPU has it. Returns the count.
+ * the CPU has it; CONNTAB_TEST_HASH=siphash (or aes) in the environment
+ * keeps one (make check-tsan: races do not depend on the hash). Returns
+ * the count.
  */
 size_t t_hashes(enum conntab_hash *out, size_t max);
 

@@ -112,7 +112,7 @@ END_TEST
  */
 START_TEST(evict_at_cap)
 {
-	enum { CAP = 200, MORE = 3000 };
+	enum { CAP = 200, MORE = 1500 };
 	static struct tconn c[CAP + MORE + 1];
 	struct conntab_node *ev;
 	struct conntab_key k;
@@ -280,7 +280,7 @@ enum { C_CAP = 4096, C_ASSURED = 1024 };
 
 struct evictor {
 	struct conntab *t;
-	volatile int stop;
+	int stop;			/* atomic: set by the main thread */
 	unsigned long evictions;
 	unsigned long lookups, misses;
 };
@@ -294,7 +294,7 @@ static void *evict_reader(void *arg)
 	uint32_t id;
 
 	rcu_register_thread();
-	while (!e->stop) {
+	while (!__atomic_load_n(&e->stop, __ATOMIC_RELAXED)) {
 		id = (uint32_t)(th_rnd(&rng) % C_ASSURED);
 		t_key(&k, id);
 		rcu_read_lock();
@@ -339,8 +339,10 @@ START_TEST(evict_concurrent)
 		ck_assert_int_eq(conntab_insert(e.t, &c->node, &k), 0);
 	}
 	ck_assert_int_eq(pthread_create(&th, NULL, evict_reader, &e), 0);
+	/* Bounded by work: enough evictions, and readers that ran. */
 	for (i = C_CAP; i < C_CAP + 200000 &&
-	     (i < C_CAP + 20000 || e.lookups < 100000); i++) {
+	     (i < C_CAP + 5000 ||
+	      __atomic_load_n(&e.lookups, __ATOMIC_RELAXED) < 20000); i++) {
 		c = t_conn_new(i);
 		c->rank = (long)(th_rnd(&rng) % 1000);
 		t_key(&k, i);
@@ -364,7 +366,7 @@ START_TEST(evict_concurrent)
 		}
 		e.evictions++;
 	}
-	e.stop = 1;
+	__atomic_store_n(&e.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
 	ck_assert_uint_eq(e.misses, 0);
 	ck_assert_uint_eq(th_errors(), 0);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "threads.h"
 
@@ -73,6 +74,14 @@ static int scan_call(struct conntab *t, struct conntab_cursor *cur,
 	rcu_read_unlock();
 	ck_assert_uint_le(s->calls, budget);
 	return ret;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int cursor_zero(const struct conntab_cursor *cur)
@@ -247,18 +256,21 @@ START_TEST(scan_fn_changes)
 END_TEST
 
 /*
- * Passes while a writer grows and shrinks the table. Stable keys (ids
+ * Passes while a writer grows and shrinks the table, for RUN_MS (the
+ * minimums bound the work, not the time: no outcome depends on timing).
+ * Stable keys (ids
  * below NSTABLE) are inserted first and stay; the writer inserts and
  * removes the wave keys (its own nodes, freed through call_rcu) in waves
  * of WAVE, and time-waits and recycles some. Every pass must visit each
  * stable node exactly once; scan_fn counts any node visited twice.
  */
-#define NSTABLE	2000
-#define WAVE	20000
+#define NSTABLE	1000
+#define WAVE	8000
+#define RUN_MS	1500	/* and at least 10 passes over 3 waves */
 
 struct waver {
 	struct conntab *t;
-	volatile int stop;
+	int stop;		/* atomic: set by the main thread */
 	unsigned long waves, ops;
 	struct tconn **live;
 };
@@ -272,10 +284,11 @@ static void *wave_writer(void *arg)
 	struct tconn *c;
 
 	rcu_register_thread();
-	while (!w->stop) {
+	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
 		/* Up to WAVE, then down to 0: exthash splits, then merges. */
 		size = WAVE / 4 + (uint32_t)(w->waves % 4) * WAVE / 4;
-		for (i = 0; i < size && !w->stop; i++) {
+		for (i = 0; i < size &&
+			    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED); i++) {
 			c = t_conn_new(NSTABLE + i);
 			t_key(&k, NSTABLE + i);
 			if (conntab_insert(w->t, &c->node, &k)) {
@@ -311,7 +324,7 @@ static void *wave_writer(void *arg)
 			w->live[i] = NULL;
 			w->ops++;
 		}
-		w->waves++;
+		__atomic_store_n(&w->waves, w->waves + 1, __ATOMIC_RELAXED);
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -325,7 +338,7 @@ START_TEST(scan_under_waves)
 	struct scan_ctx s = { 0 };
 	struct conntab_resize_stats rs;
 	unsigned long passes = 0, calls = 0;
-	uint64_t rng = 0x5ca1ab1e;
+	uint64_t rng = 0x5ca1ab1e, t0;
 	pthread_t th;
 	size_t i, budget;
 
@@ -335,7 +348,9 @@ START_TEST(scan_under_waves)
 	w.live = live;
 	memset(live, 0, sizeof(live));
 	ck_assert_int_eq(pthread_create(&th, NULL, wave_writer, &w), 0);
-	while (passes < 40 || w.waves < 8) {
+	t0 = now_ms();
+	while (now_ms() - t0 < RUN_MS || passes < 10 ||
+	       __atomic_load_n(&w.waves, __ATOMIC_RELAXED) < 3) {
 		/* Budgets from 1 up: many resumes per pass. */
 		budget = 1 + th_rnd(&rng) % (passes % 3 ? 2000 : 40);
 		calls += scan_pass(w.t, budget, &s);
@@ -350,7 +365,7 @@ START_TEST(scan_under_waves)
 		if (passes > 4000)
 			break;
 	}
-	w.stop = 1;
+	__atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
 	ck_assert_uint_eq(th_errors(), 0);
 	conntab_resize_stats(w.t, &rs);

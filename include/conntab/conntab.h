@@ -16,6 +16,14 @@
  * @endcode
  * so that conntab_create() picks up that flavor. minimal.c is a complete
  * program; doc/design.md (the main page) states the concurrency rules.
+ *
+ * Threads: lookups, walks and scans run in threads registered with the
+ * flavor, under its read lock. Writers (the insert calls, remove,
+ * timewait) and conntab_stats() of CONNTAB_EXTHASH and CONNTAB_TRIE free
+ * library memory through the flavor's call_rcu(), which liburcu requires
+ * of registered threads (online, for QSBR): call them from registered
+ * threads. Those of CONNTAB_CHAINED and CONNTAB_SPLIT allocate and free
+ * nothing and work from any thread.
  */
 
 /**
@@ -415,7 +423,10 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * As conntab_insert(), except when the table holds max_entries: then the
  * library offers @p rank a sample of at least 8 nodes (all of them when
  * the table holds fewer), chosen without regard to their keys' values, at
- * a cost of O(sample) cache misses and no scan of the table. @p rank says
+ * a cost of O(sample) cache misses and no scan of the table. Parts of the
+ * table whose lock another writer holds for longer than a short spin are
+ * left out of the sample rather than waited for (two evictions could wait
+ * for each other). @p rank says
  * how willing the application is to lose a node: negative means never (an
  * assured connection), otherwise larger means sooner (idle time, TIME_WAIT
  * first, ...). The node with the largest non-negative rank is unlinked and
