@@ -83,12 +83,21 @@ fi
 	sort -u >"$tmp/api"
 sed -n 's,^man3/\(.*\)\.3$,\1,p' "$tmp/pages" | sort >"$tmp/man3"
 
-for name in $(comm -23 "$tmp/api" "$tmp/man3"); do
-	fail "$name has no page man3/$name.3"
-done
-for name in $(comm -13 "$tmp/api" "$tmp/man3"); do
-	fail "man3/$name.3 documents no function of the library or header"
-done
+# Sorted lists $1 and $2 must be equal: a fail, message $3, for each word
+# of $1 missing in $2, and one, message $4, for each extra word of $2 (@
+# in a message stands for the word).
+same_words() {
+	local w
+	for w in $(comm -23 "$1" "$2"); do
+		fail "${3//@/$w}"
+	done
+	for w in $(comm -13 "$1" "$2"); do
+		fail "${4//@/$w}"
+	done
+}
+
+same_words "$tmp/api" "$tmp/man3" "@ has no page man3/@.3" \
+	"man3/@.3 documents no function of the library or header"
 
 # The names before " \- " on the NAME line of page $1.
 names_of() {
@@ -168,12 +177,8 @@ tag_words() {
 
 # $1 (what) listed by --help in file $3, documented in $2 as file $4.
 bench_compare() {
-	for x in $(comm -23 "$3" "$4"); do
-		fail "$bench_page: $1 $x (conntab-bench --help) not in $2"
-	done
-	for x in $(comm -13 "$3" "$4"); do
-		fail "$bench_page: $2 has $1 $x, which conntab-bench --help has not"
-	done
+	same_words "$3" "$4" "$bench_page: $1 @ (conntab-bench --help) not in $2" \
+		"$bench_page: $2 has $1 @, which conntab-bench --help has not"
 }
 
 if [ -z "$bench" ]; then
