@@ -18,11 +18,17 @@
 #include <urcu.h>	/* memb flavor: every peer runs on the same one */
 #include <conntab/conntab.h>
 
+#include "capture.h"
+
 #define B_LINE		64
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64
 #define B_MAX_IMPLS	16
+#define B_MAX_ZIPF	8
+#define B_MAX_BATCH	64	/* the largest batch a workload asks for */
+#define B_STREAM_BATCH	16	/* batch (receive burst) of traffic streams */
+#define B_READ_CHUNK	64	/* lookups per read-side critical section */
 
 struct bench_impl;
 
@@ -35,6 +41,17 @@ struct bench_opts {
 	unsigned int threads;	/* reader threads for churn / grow / timewait */
 	unsigned int reps;	/* repetitions, median reported */
 	bool pin, v6, json, table, quick, zero_secret;
+	bool cpu_clock;		/* time with the thread's CPU clock */
+	bool grown;		/* also every resizing impl grown from empty */
+	double tw_share;	/* lookup tables: share of time-wait entries */
+	int keyset;		/* KS_*: the keys every workload uses */
+	enum conntab_hash hash;	/* --hash: what conntab's tables ask for */
+	enum conntab_hash hash_used;	/* what they got; the peers' hash */
+	double zipf[B_MAX_ZIPF];	/* Zipf exponents of zipf and trains */
+	unsigned int nzipf;
+	double train_mean;	/* mean packets per train */
+	const char *pcap;	/* capture to replay, or NULL */
+	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
 	const char *plot;	/* SVG file for gnuplot, or NULL */
@@ -54,10 +71,28 @@ enum b_workload {
 	W_TIMEWAIT,
 	W_MEMORY,
 	W_FLOOD,
+	W_ZIPF,
+	W_TRAINS,
+	W_PCAP,
+	W_WRITERS,
+	W_PREFIX,
+	W_SCAN,
+	W_EVICT,
 	W_COUNT
 };
 
 extern const char *const b_workload_names[W_COUNT];
+
+/*
+ * --keys: uniform random tuples, or the trie's worst cases: worst-mem, a
+ * binary tree of deep IPv6 branch points (one local endpoint, remote
+ * addresses differing in every 4th bit of the low 80: its memory bound),
+ * and worst-depth, a comb of 288 IPv6 keys each differing from the
+ * all-zero key in one bit (its depth bound).
+ */
+enum { KS_RANDOM, KS_WORST_MEM, KS_WORST_DEPTH };
+#define B_WORST_MEM_MAX	(2u << 20)	/* 2^20 branch pairs */
+#define B_COMB_KEYS	288		/* one per bit from 32 to 319 */
 
 /* Keys of one run: present ones, in insert order, and a random order. */
 struct bench_keys {
@@ -92,12 +127,29 @@ void b_record(const struct bench_result *r);
 void b_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Timing and small helpers (bench/util.c). */
-static inline uint64_t b_now_ns(void)
+static inline uint64_t b_clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wall-clock time: for paces, deadlines and throughput. */
+static inline uint64_t b_now_ns(void)
+{
+	return b_clock_ns(CLOCK_MONOTONIC);
+}
+
+/*
+ * The clock the timed sections of one thread read: wall time, or with
+ * --clock cpu the thread's CPU time, which leaves out the slices other
+ * processes ran in on a shared machine (cache interference still shows).
+ */
+static inline uint64_t b_time_ns(void)
+{
+	return b_clock_ns(b_opts.cpu_clock ? CLOCK_THREAD_CPUTIME_ID
+					   : CLOCK_MONOTONIC);
 }
 
 uint64_t b_rand(uint64_t *state);
@@ -106,12 +158,29 @@ void *b_alloc(size_t bytes);	/* line aligned, zeroed; exits on failure */
 size_t b_heap_bytes(void);	/* bytes malloc has handed out (mallinfo2) */
 double b_median(double *v, unsigned int k, double *min, double *max);
 void b_pin_self(unsigned int cpu);
+unsigned int b_cpu_other(unsigned int i);
+void b_thread_start(unsigned int cpu, int *ready, volatile int *go);
 size_t b_l3_bytes(void);
+
+/* Zipf ranks and geometric lengths (bench/zipf.c). */
+struct b_zipf {
+	double s, n, h_x1, h_n, squeeze;
+};
+
+void b_zipf_init(struct b_zipf *z, size_t n, double s);
+size_t b_zipf_draw(const struct b_zipf *z, uint64_t *rng);	/* 0..n-1 */
+double b_zipf_p1(size_t n, double s);
+size_t b_geometric(double mean, uint64_t *rng);
+double b_uniform(uint64_t *rng);
 
 /* Keys (bench/keys.c). */
 void b_keys_make(struct bench_keys *k, size_t n, bool v6, uint64_t seed,
 		 bool zero_secret);
+/* Keys made elsewhere (a capture's flows): placed and ordered; k owns them. */
+void b_keys_adopt(struct bench_keys *k, struct conntab_key *keys, size_t n,
+		  uint64_t seed);
 void b_keys_free(struct bench_keys *k);
+void b_shuffle_keys(struct conntab_key *k, size_t n, uint64_t *rng);
 
 /* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
 void b_floor(size_t n);
@@ -121,9 +190,23 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k);
 void b_run_mt(const struct bench_impl **im, size_t ni,
 	      const struct bench_keys *k);
+/* bench/writers.c, bench/prefix.c */
+void b_run_writers(const struct bench_impl **im, size_t ni,
+		   const struct bench_keys *k);
+void b_run_prefix(const struct bench_impl **im, size_t ni,
+		  const struct bench_keys *k);
+/* bench/scan.c, bench/evict.c: conntab's backends only */
+void b_run_scan(const struct bench_impl **im, size_t ni,
+		const struct bench_keys *k);
+void b_run_evict(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k);
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);
+
+/* bench/replay.c: the capture, read before the sizes run; its workload. */
+int b_pcap_load(void);
+void b_run_pcap(const struct bench_impl **im, size_t ni);
 
 /* Reporting (bench/report.c). */
 void b_report_header(void);

@@ -48,6 +48,8 @@ static const uint8_t zero_secret[16];
 
 static bool flood_impl(const struct bench_impl *im)
 {
+	if (im->flags & BI_UNSIZED)	/* its sized twin is measured */
+		return false;
 	return !strcmp(im->name, "lfht") || !strcmp(im->name, "plain") ||
 	       (im->flags & BI_CT_HASH);
 }
@@ -61,18 +63,20 @@ static bool by_top_bits(const struct bench_impl *im)
 #define B_FLOOD_XH_SHIFT	6
 
 /*
- * @na keys toward 192.0.2.1:443 whose hash under the all-zero secret has
- * its low @bits bits zero: one bucket of 2^bits; or, @top, its top
- * @bits - 6 and low 6 bits: one chain of exthash's 2^(bits - 6) segments.
+ * @na keys toward 192.0.2.1:443 whose hash (the run's, --hash) under the
+ * all-zero secret has its low @bits bits zero: one bucket of 2^bits; or,
+ * @top, its top @bits - 6 and low 6 bits: one chain of exthash's
+ * 2^(bits - 6) segments.
  */
 static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 			bool top, uint64_t seed)
 {
-	const struct ct_secret sec = { 0, 0 };
+	struct b_hash h;
 	uint32_t mask = (uint32_t)((1ull << bits) - 1);
 	uint64_t rng = seed;
 	size_t n = 0;
 
+	b_hash_init(&h, zero_secret, b_opts.hash_used == CONNTAB_HASH_AES);
 	if (top && bits > B_FLOOD_XH_SHIFT)
 		mask = (uint32_t)((1ull << (bits - B_FLOOD_XH_SHIFT)) - 1)
 			       << (32 - bits + B_FLOOD_XH_SHIFT) |
@@ -83,7 +87,7 @@ static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 
 		conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(443),
 			       (uint32_t)r, (uint16_t)(r >> 32));
-		if (!(ct_hash_sip(&sec, &k) & mask))
+		if (!(b_hash32(&h, &k) & mask))
 			out[n++] = k;
 	}
 }
@@ -103,11 +107,7 @@ static void flood_build(struct flood_table *ft, const struct bench_impl *im,
 
 	ft->tb.im = im;
 	b_objs_init(&ft->tb.o, im, nf + na);
-	t = im->create(im, nf, secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
+	t = b_create(im, nf, secret);
 	/* Objects in order: these lookups walk chains, not the heap. */
 	for (i = 0; i < nf; i++)
 		fail += im->insert(t, ft->tb.o.base + i * B_LINE,
@@ -131,19 +131,6 @@ static void flood_free(struct flood_table *ft)
 {
 	ft->tb.im->destroy(ft->tb.t);
 	b_objs_free(&ft->tb.o);
-}
-
-static void flood_depth(const struct bench_impl *im, const char *wl,
-			size_t nf, size_t depth)
-{
-	struct bench_result r = {
-		.impl = im->name, .n = nf, .threads = 1, .unit = "nodes",
-		.ratio_kind = R_NONE, .value = (double)depth,
-		.min = (double)depth, .max = (double)depth,
-	};
-
-	snprintf(r.workload, sizeof(r.workload), "%s", wl);
-	b_record(&r);
 }
 
 void b_run_flood(const struct bench_impl **im, size_t ni,
@@ -190,13 +177,7 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		order[c] = b_alloc(na * sizeof(*order[c]));
 		attack_keys(atk[c], na, bits, c, b_opts.seed + c);
 		memcpy(order[c], atk[c], na * sizeof(*order[c]));
-		for (i = na; i > 1; i--) {
-			size_t j = (size_t)(b_rand(&rng) % i);
-			struct conntab_key x = order[c][i - 1];
-
-			order[c][i - 1] = order[c][j];
-			order[c][j] = x;
-		}
+		b_shuffle_keys(order[c], na, &rng);
 	}
 	for (i = 0; i < nfi; i++) {
 		c = by_top_bits(fi[i]);
@@ -238,10 +219,10 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		r.max = mx;
 		b_record(&r);
 		if (fi[i]->flags & BI_CONNTAB) {
-			flood_depth(fi[i], "flood-depth-known", nf,
-				    ft[i][FL_KNOWN].depth);
-			flood_depth(fi[i], "flood-depth-random", nf,
-				    ft[i][FL_RANDOM].depth);
+			b_once_row(fi[i], "flood-depth-known", nf,
+				   (double)ft[i][FL_KNOWN].depth, "nodes");
+			b_once_row(fi[i], "flood-depth-random", nf,
+				   (double)ft[i][FL_RANDOM].depth, "nodes");
 		}
 		flood_free(&ft[i][FL_KNOWN]);
 		flood_free(&ft[i][FL_RANDOM]);

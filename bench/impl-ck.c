@@ -6,8 +6,8 @@
  * ck_ht keeps a pointer to the key (here: the copy in the object), the key
  * length and a 64-bit hash in each 32-byte slot; a probe compares the hash
  * first and dereferences the key only on a hash match, as conntab compares
- * its stored hash before the key. The hash is the same SipHash-1-3 with the
- * same secret, unfolded to 64 bits.
+ * its stored hash before the key. The hash is the run's (SipHash-1-3 or
+ * AES, peer-hash.h) with the same secret, unfolded to 64 bits.
  *
  * ck_ht allows one writer at a time: writers here take one mutex, which is
  * how an application would use it. ck_ht keeps its load at most 1/2, so a
@@ -33,7 +33,7 @@ struct ck_obj {
 
 struct ck_table {
 	ck_ht_t ht;
-	struct ct_secret sec;
+	struct b_hash h;
 	pthread_mutex_t wlock;
 };
 
@@ -44,7 +44,7 @@ struct ck_parked {
 };
 static struct ck_parked *ck_parked;
 static pthread_mutex_t ck_park_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ct_secret ck_hash_secret;
+static struct b_hash ck_hash;
 
 static void *ck_m_alloc(size_t sz)
 {
@@ -82,7 +82,7 @@ static struct ck_malloc ck_alloc = {
 static void ck_hash_cb(ck_ht_hash_t *h, const void *key, size_t len,
 		       uint64_t seed)
 {
-	h->value = b_hash64(&ck_hash_secret, key);
+	h->value = b_hash64(&ck_hash, key);
 }
 
 static void *ck_create(const struct bench_impl *im, size_t expected,
@@ -93,8 +93,8 @@ static void *ck_create(const struct bench_impl *im, size_t expected,
 
 	if (!t)
 		return NULL;
-	t->sec = b_secret(secret);
-	ck_hash_secret = t->sec;
+	b_hash_init(&t->h, secret, b_opts.hash_used == CONNTAB_HASH_AES);
+	ck_hash = t->h;
 	pthread_mutex_init(&t->wlock, NULL);
 	if (!ck_ht_init(&t->ht, CK_HT_MODE_BYTESTRING | CK_HT_WORKLOAD_DELETE,
 			ck_hash_cb, &ck_alloc, cap, 1)) {
@@ -130,7 +130,7 @@ static int ck_insert(void *tp, void *obj, const struct conntab_key *k)
 	bool ok;
 
 	o->key = *k;
-	o->hash = b_hash64(&t->sec, k);
+	o->hash = b_hash64(&t->h, k);
 	o->state = CONNTAB_ESTABLISHED;
 	h.value = o->hash;
 	ck_ht_entry_set(&e, h, &o->key, sizeof(o->key), o);
@@ -140,10 +140,10 @@ static int ck_insert(void *tp, void *obj, const struct conntab_key *k)
 	return ok ? 0 : -EEXIST;
 }
 
-static void *ck_lookup(void *tp, const struct conntab_key *k)
+static inline __attribute__((always_inline)) void *
+ck_find(struct ck_table *t, uint64_t hash, const struct conntab_key *k)
 {
-	struct ck_table *t = tp;
-	ck_ht_hash_t h = { b_hash64(&t->sec, k) };
+	ck_ht_hash_t h = { hash };
 	ck_ht_entry_t e;
 
 	ck_ht_entry_key_set(&e, k, sizeof(*k));
@@ -151,6 +151,10 @@ static void *ck_lookup(void *tp, const struct conntab_key *k)
 		return NULL;
 	return ck_ht_entry_value(&e);
 }
+
+B_PEER_LOOKUP(ck_lookup, struct ck_table, ck_find,
+	      ct_hash_sip64(&t->h.sec, k),
+	      b_aes_low64(ct_hash_aes_block(&t->h.ak, k)))
 
 /* ck_ht has no batch interface: one lookup after another. */
 static size_t ck_batch(void *tp, const struct conntab_key *k, void **out,
@@ -231,7 +235,7 @@ static int ck_recycle(void *tp, void *nw, const struct conntab_key *k,
 	struct ck_obj *n = nw;
 
 	n->key = *k;
-	n->hash = b_hash64(&t->sec, k);
+	n->hash = b_hash64(&t->h, k);
 	n->state = CONNTAB_ESTABLISHED;
 	*old = ck_swap(t, NULL, n);
 	return *old ? 0 : -EEXIST;

@@ -16,6 +16,7 @@ static void *ct_create(const struct bench_impl *im, size_t expected,
 		.backend = (enum conntab_backend)im->backend,
 		.expected = expected,
 		.secret = secret,
+		.hash = b_opts.hash,
 	};
 
 	return conntab_create(&cfg);

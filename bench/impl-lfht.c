@@ -15,16 +15,22 @@
  *
  * Writers call into lfht inside a read-side critical section, as its API
  * requires; that cost is part of the measurement.
+ *
+ * lfht-jhash is the same table hashing with lookup3 (jhash.h) seeded from
+ * the run's secret, as lfht's users and the kernel's ehash write it;
+ * lfht shares conntab's hash, so that the two show what the hash costs.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <urcu.h>		/* the flavor first: cds_lfht_new() uses it */
 #include <urcu/rculfhash.h>
 
 #include "impl.h"
+#include "jhash.h"
 
 struct lf_obj {
 	struct cds_lfht_node node;
@@ -34,8 +40,17 @@ struct lf_obj {
 
 struct lf_table {
 	struct cds_lfht *ht;
-	struct ct_secret sec;
+	struct b_hash h;
+	bool jhash;		/* lfht-jhash */
+	uint32_t seed;
 };
+
+/* Writers' hash; lookups inline theirs (lf_lookup). */
+static inline unsigned long lf_hash(const struct lf_table *t,
+				    const struct conntab_key *k)
+{
+	return t->jhash ? b_jhash_key(k, t->seed) : b_hash32(&t->h, k);
+}
 
 static inline struct lf_obj *lf_obj(struct cds_lfht_node *n)
 {
@@ -57,7 +72,10 @@ static void *lf_create(const struct bench_impl *im, size_t expected,
 		return NULL;
 	while (size < expected)
 		size <<= 1;
-	t->sec = b_secret(secret);
+	t->jhash = im->flags & BI_JHASH;
+	b_hash_init(&t->h, secret,
+		    !t->jhash && b_opts.hash_used == CONNTAB_HASH_AES);
+	memcpy(&t->seed, secret, sizeof(t->seed));
 	t->ht = cds_lfht_new(size, size, 0,
 			     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	if (!t->ht) {
@@ -93,22 +111,26 @@ static int lf_insert(void *tp, void *obj, const struct conntab_key *k)
 	o->state = CONNTAB_ESTABLISHED;
 	cds_lfht_node_init(&o->node);
 	rcu_read_lock();
-	got = cds_lfht_add_unique(t->ht, ct_hash_sip(&t->sec, k), lf_match,
+	got = cds_lfht_add_unique(t->ht, lf_hash(t, k), lf_match,
 				  &o->key, &o->node);
 	rcu_read_unlock();
 	return got == &o->node ? 0 : -EEXIST;
 }
 
-static void *lf_lookup(void *tp, const struct conntab_key *k)
+static inline __attribute__((always_inline)) void *
+lf_find(struct lf_table *t, unsigned long h, const struct conntab_key *k)
 {
-	struct lf_table *t = tp;
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
 
-	cds_lfht_lookup(t->ht, ct_hash_sip(&t->sec, k), lf_match, k, &it);
+	cds_lfht_lookup(t->ht, h, lf_match, k, &it);
 	n = cds_lfht_iter_get_node(&it);
 	return n ? lf_obj(n) : NULL;
 }
+
+B_PEER_LOOKUP(lf_lookup, struct lf_table, lf_find,
+	      t->jhash ? b_jhash_key(k, t->seed) : ct_hash_sip(&t->h.sec, k),
+	      ct_hash_aes(&t->h.ak, k))
 
 /* lfht has no batch interface: one lookup after another. */
 static size_t lf_batch(void *tp, const struct conntab_key *k, void **out,
@@ -143,7 +165,7 @@ static int lf_remove(void *tp, void *obj)
 static struct lf_obj *lf_swap(struct lf_table *t, struct lf_obj *old,
 			      struct lf_obj *nw)
 {
-	unsigned long h = ct_hash_sip(&t->sec, &nw->key);
+	unsigned long h = lf_hash(t, &nw->key);
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
 
@@ -190,12 +212,35 @@ static long lf_memory(void *tp)
 	return -1;
 }
 
-const struct bench_impl b_impl_lfht = {
-	.name = "lfht",
-	.flags = BI_MT | BI_GROWS,
-	.obj_size = sizeof(struct lf_obj),
-	.create = lf_create, .destroy = lf_destroy,
-	.insert = lf_insert, .lookup = lf_lookup, .batch = lf_batch,
-	.remove = lf_remove, .timewait = lf_timewait,
-	.recycle = lf_recycle, .memory = lf_memory,
-};
+/*
+ * liburcu 0.13 starts lfht's resize worker with the first auto-resizing
+ * table and ends it with the last; a thread inherits the CPU affinity of
+ * the thread that starts it. So that --pin does not put the worker on the
+ * measuring thread's CPU, main() starts it first and one empty table keeps
+ * it for the run.
+ */
+static struct cds_lfht *lf_keeper;
+
+void b_lfht_worker_start(void)
+{
+	lf_keeper = cds_lfht_new(1, 1, 0, CDS_LFHT_AUTO_RESIZE, NULL);
+}
+
+void b_lfht_worker_stop(void)
+{
+	if (lf_keeper && cds_lfht_destroy(lf_keeper, NULL))
+		abort();
+	lf_keeper = NULL;
+}
+
+#define LF_IMPL(nm, fl) {						\
+	.name = nm, .flags = BI_MT | BI_GROWS | (fl),			\
+	.obj_size = sizeof(struct lf_obj),				\
+	.create = lf_create, .destroy = lf_destroy,			\
+	.insert = lf_insert, .lookup = lf_lookup, .batch = lf_batch,	\
+	.remove = lf_remove, .timewait = lf_timewait,			\
+	.recycle = lf_recycle, .memory = lf_memory,			\
+}
+
+const struct bench_impl b_impl_lfht = LF_IMPL("lfht", 0);
+const struct bench_impl b_impl_lfht_jhash = LF_IMPL("lfht-jhash", BI_JHASH);

@@ -23,7 +23,7 @@ struct pl_obj {
 struct pl_table {
 	struct pl_obj **b;
 	uint32_t mask;
-	struct ct_secret sec;
+	struct b_hash h;
 };
 
 #define PL_MIN_BUCKETS	64
@@ -44,7 +44,7 @@ static void *pl_create(const struct bench_impl *im, size_t expected,
 		return NULL;
 	}
 	t->mask = (uint32_t)(nb - 1);
-	t->sec = b_secret(secret);
+	b_hash_init(&t->h, secret, b_opts.hash_used == CONNTAB_HASH_AES);
 	return t;
 }
 
@@ -57,8 +57,8 @@ static void pl_destroy(void *tp)
 }
 
 /* The link pointing to the object holding @k (hash @h); *link NULL if none. */
-static struct pl_obj **pl_find(struct pl_table *t, uint32_t h,
-			       const struct conntab_key *k)
+static inline __attribute__((always_inline)) struct pl_obj **
+pl_find(struct pl_table *t, uint32_t h, const struct conntab_key *k)
 {
 	struct pl_obj **pp, *o;
 
@@ -72,7 +72,7 @@ static int pl_insert(void *tp, void *obj, const struct conntab_key *k)
 {
 	struct pl_table *t = tp;
 	struct pl_obj *o = obj, **head;
-	uint32_t h = ct_hash_sip(&t->sec, k);
+	uint32_t h = b_hash32(&t->h, k);
 
 	if (*pl_find(t, h, k))
 		return -EEXIST;
@@ -85,12 +85,14 @@ static int pl_insert(void *tp, void *obj, const struct conntab_key *k)
 	return 0;
 }
 
-static void *pl_lookup(void *tp, const struct conntab_key *k)
+static inline __attribute__((always_inline)) void *
+pl_find_obj(struct pl_table *t, uint32_t h, const struct conntab_key *k)
 {
-	struct pl_table *t = tp;
-
-	return *pl_find(t, ct_hash_sip(&t->sec, k), k);
+	return *pl_find(t, h, k);
 }
+
+B_PEER_LOOKUP(pl_lookup, struct pl_table, pl_find_obj,
+	      ct_hash_sip(&t->h.sec, k), ct_hash_aes(&t->h.ak, k))
 
 /* No prefetching: one lookup after another, as in 2007. */
 static size_t pl_batch(void *tp, const struct conntab_key *k, void **out,
@@ -142,7 +144,7 @@ static int pl_recycle(void *tp, void *nw, const struct conntab_key *k,
 {
 	struct pl_table *t = tp;
 	struct pl_obj *n = nw, **pp, *o;
-	uint32_t h = ct_hash_sip(&t->sec, k);
+	uint32_t h = b_hash32(&t->h, k);
 
 	*old = NULL;
 	pp = pl_find(t, h, k);

@@ -6,8 +6,10 @@
  * workload allocates (one cache line apart, placed at random) and passes
  * in; like conntab's nodes, every peer's node is embedded in the object and
  * holds or points to the key, so that no peer pays for an extra
- * allocation. Every peer hashes keys with the same keyed SipHash-1-3 and
- * the same secret as conntab (lib/hash.h), so bucket distributions match.
+ * allocation. Every peer hashes keys with the same keyed hash and the same
+ * secret as conntab's tables (--hash: SipHash-1-3 or AES, peer-hash.h), so
+ * bucket distributions match; lfht-jhash alone hashes as lfht's users do
+ * (jhash.h).
  *
  * Readers (lookup, batch) run inside the memb flavor's read-side critical
  * section taken by the workload. Writers take whatever the implementation
@@ -21,8 +23,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "hash.h"	/* lib/hash.h: the one keyed hash, for every peer */
 #include "key.h"	/* lib/key.h: the one key compare, for every peer */
+#include "peer-hash.h"	/* the run's keyed hash, for every peer */
 
 /* Safe with concurrent readers and several writers. */
 #define BI_MT		0x1u
@@ -32,6 +34,14 @@
 #define BI_CT_HASH	0x4u
 /* One of conntab's own backends. */
 #define BI_CONNTAB	0x8u
+/*
+ * --grown: a BI_GROWS implementation under the name NAME-grown whose
+ * tables are created without a sizing hint, so that the single-threaded
+ * workloads measure it as grown from empty beside the sized one.
+ */
+#define BI_UNSIZED	0x10u
+/* Hashes with lookup3 (jhash.h) instead of conntab's keyed hash. */
+#define BI_JHASH	0x20u
 
 struct bench_impl {
 	const char *name;
@@ -65,42 +75,13 @@ size_t b_impls(const struct bench_impl **out, size_t max);
 
 extern const struct bench_impl b_impl_conntab[4];
 extern const struct bench_impl b_impl_lfht;
+extern const struct bench_impl b_impl_lfht_jhash;
+/* lfht's resize worker, started unpinned for the run (impl-lfht.c). */
+void b_lfht_worker_start(void);
+void b_lfht_worker_stop(void);
 extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;
 #endif
-
-/* The table secret in the form lib/hash.h takes. */
-static inline struct ct_secret b_secret(const uint8_t *bytes)
-{
-	struct ct_secret s;
-
-	memcpy(&s.k0, bytes, 8);
-	memcpy(&s.k1, bytes + 8, 8);
-	return s;
-}
-
-/*
- * The same SipHash-1-3 over the same words as ct_hash_sip(), without the
- * fold to 32 bits: ck_ht keeps and compares a 64-bit hash.
- */
-static inline uint64_t b_hash64(const struct ct_secret *sec,
-				const struct conntab_key *k)
-{
-	struct ct_sip s;
-
-	ct_sip_init(&s, sec);
-	ct_sip_word(&s, ct_key_word0(k));
-	if (__builtin_expect(k->family == AF_INET, 1)) {
-		ct_sip_word(&s, (uint64_t)k->laddr.v4.s_addr |
-				(uint64_t)k->raddr.v4.s_addr << 32);
-		return ct_sip_final(&s, 16);
-	}
-	ct_sip_word(&s, ct_load64(&k->laddr.bytes[0]));
-	ct_sip_word(&s, ct_load64(&k->laddr.bytes[8]));
-	ct_sip_word(&s, ct_load64(&k->raddr.bytes[0]));
-	ct_sip_word(&s, ct_load64(&k->raddr.bytes[8]));
-	return ct_sip_final(&s, 40);
-}
 
 #endif /* BENCH_IMPL_H */

@@ -6,7 +6,10 @@ bench_conntab_bench_SOURCES = \
 	bench/main.c bench/bench.h \
 	bench/report.c bench/util.c bench/keys.c \
 	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
-	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c
+	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
+	bench/scan.c bench/evict.c \
+	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
+	bench/jhash.h bench/peer-hash.h bench/peer-hash.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
 # share with the library, so that every table hashes alike.
 bench_conntab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
@@ -17,6 +20,13 @@ bench_conntab_bench_LDADD = lib/libconntab.la $(URCU_CDS_LIBS) $(URCU_LIBS) \
 if HAVE_CK
 bench_conntab_bench_SOURCES += bench/impl-ck.c
 bench_conntab_bench_LDADD += -lck
+endif
+# The pcap workload, when configure found libpcap.
+bench_conntab_bench_SOURCES += bench/capture.h
+if HAVE_PCAP
+bench_conntab_bench_SOURCES += bench/capture.c bench/packet.c bench/replay.c
+bench_conntab_bench_CPPFLAGS += $(PCAP_CFLAGS)
+bench_conntab_bench_LDADD += $(PCAP_LIBS)
 endif
 
 # The default set: N = 1M and 4M, every workload.
@@ -34,28 +44,19 @@ demo: bench/conntab-bench$(EXEEXT)
 # Smoke run at a tiny size: every workload and implementation must give
 # right answers (exit status); no timing is checked.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh doc/performance.md doc/lookup-vs-n.svg
+EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
+	doc/lookup-vs-n.svg
 
-# Standalone lookup comparison of the split and chained backends (not
-# installed; the full benchmark is conntab-bench).
-noinst_PROGRAMS += bench/split-vs-chained
-bench_split_vs_chained_SOURCES = bench/split-vs-chained.c
-bench_split_vs_chained_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
-bench_split_vs_chained_LDADD = lib/libconntab.la $(URCU_LIBS)
+# lookup3 (jhash.h, the lfht-jhash peer's hash) against its published
+# test vectors.
+check_PROGRAMS += bench/test-jhash
+TESTS += bench/test-jhash
+bench_test_jhash_SOURCES = bench/test-jhash.c bench/jhash.h
+bench_test_jhash_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+bench_test_jhash_LDADD = lib/libconntab.la $(CHECK_LIBS)
 
-# Growth under readers, against cds_lfht with CDS_LFHT_AUTO_RESIZE, and
-# lookup cost against the chained backend. Not run by make check:
-#   bench/exthash-grow [--n N] [--lookup-n M] [--readers R] [--rounds K]
-#                      [--clock wall|cpu] [--no-lfht]
-noinst_PROGRAMS += bench/exthash-grow
-bench_exthash_grow_SOURCES = bench/exthash-grow.c
-bench_exthash_grow_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(URCU_CDS_CFLAGS)
-bench_exthash_grow_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-bench_exthash_grow_LDADD = lib/libconntab.la $(URCU_CDS_LIBS) $(URCU_LIBS) \
-	$(PTHREAD_LIBS)
-
-# Trie against chained (lookups, memory, adversarial key sets).
-noinst_PROGRAMS += bench/trie-vs-chained
-bench_trie_vs_chained_SOURCES = bench/trie-vs-chained.c
-bench_trie_vs_chained_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
-bench_trie_vs_chained_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+# The pcap workload on a capture of loopback traffic that the test makes
+# with tcpdump while curl and wrk talk to examples/tcp-conntrack; skips
+# (77) without tcpdump, curl, libpcap or the permission to capture.
+TESTS += bench/test-pcap.sh
+EXTRA_DIST += bench/test-pcap.sh

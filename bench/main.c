@@ -36,6 +36,13 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_TIMEWAIT] = "timewait",
 	[W_MEMORY] = "memory",
 	[W_FLOOD] = "flood",
+	[W_ZIPF] = "zipf",
+	[W_TRAINS] = "trains",
+	[W_PCAP] = "pcap",
+	[W_WRITERS] = "writers",
+	[W_PREFIX] = "prefix",
+	[W_SCAN] = "scan",
+	[W_EVICT] = "evict",
 };
 
 static bool impl_selected(const char *name)
@@ -56,15 +63,20 @@ static bool impl_selected(const char *name)
 	return false;
 }
 
+/* --grown: the unsized twins, NAME-grown. */
+static struct bench_impl grown[B_MAX_IMPLS];
+static char grown_name[B_MAX_IMPLS][32];
+
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
-	const struct bench_impl *all[8];
-	size_t na = 0, n = 0, i;
+	const struct bench_impl *all[B_MAX_IMPLS];
+	size_t na = 0, n = 0, i, sel;
 
 	for (i = 0; i < 4; i++)
 		if (conntab_backend_available(b_impl_conntab[i].backend))
 			all[na++] = &b_impl_conntab[i];
 	all[na++] = &b_impl_lfht;
+	all[na++] = &b_impl_lfht_jhash;
 #ifdef HAVE_CK
 	all[na++] = &b_impl_ck;
 #endif
@@ -72,6 +84,17 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	for (i = 0; i < na && n < max; i++)
 		if (impl_selected(all[i]->name))
 			out[n++] = all[i];
+	sel = n;
+	for (i = 0; b_opts.grown && i < sel && n < max; i++) {
+		if (!(out[i]->flags & BI_GROWS))
+			continue;
+		grown[i] = *out[i];
+		snprintf(grown_name[i], sizeof(grown_name[i]), "%s-grown",
+			 out[i]->name);
+		grown[i].name = grown_name[i];
+		grown[i].flags |= BI_UNSIZED;
+		out[n++] = &grown[i];
+	}
 	return n;
 }
 
@@ -154,6 +177,27 @@ static int parse_sizes(const char *arg)
 	return b_opts.nn ? 0 : -1;
 }
 
+/* "0.8,1.0,1.2": Zipf exponents in [0, 10]. */
+static int parse_zipf(const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save, *end;
+	int err = 0;
+
+	b_opts.nzipf = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !err;
+	     tok = strtok_r(NULL, ",", &save)) {
+		double s = strtod(tok, &end);
+
+		if (*end || end == tok || !(s >= 0 && s <= 10) ||
+		    b_opts.nzipf == B_MAX_ZIPF)
+			err = -1;
+		else
+			b_opts.zipf[b_opts.nzipf++] = s;
+	}
+	free(copy);
+	return err || !b_opts.nzipf ? -1 : 0;
+}
+
 static int parse_workloads(const char *arg)
 {
 	char *copy = strdup(arg), *tok, *save;
@@ -181,6 +225,63 @@ static int parse_workloads(const char *arg)
 	return 0;
 }
 
+/*
+ * What --hash gives conntab's tables on this CPU (the peers then hash
+ * alike), and a line for the header: the hash each implementation's
+ * tables use. Exits if the hash asked for cannot run here.
+ */
+static void resolve_hash(const struct bench_impl **im, size_t ni,
+			 char *line, size_t len)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_CHAINED,
+				      .hash = b_opts.hash };
+	struct conntab *t = conntab_create(&cfg);
+	size_t i, o = 0;
+	const char *h;
+
+	if (!t) {
+		fprintf(stderr, "conntab-bench: --hash %s: not on this CPU or "
+			"in this build\n", conntab_hash_name(b_opts.hash));
+		exit(2);
+	}
+	b_opts.hash_used = conntab_hash_of(t);
+	conntab_destroy(t, NULL);
+	for (i = 0; i < ni && o < len; i++) {
+		h = conntab_hash_name(b_opts.hash_used);
+		if (im[i]->flags & BI_JHASH)
+			h = "jhash";
+		else if (im[i]->flags & BI_CONNTAB) {
+			cfg.backend = (enum conntab_backend)im[i]->backend;
+			t = conntab_create(&cfg);
+			/* The trie reports the choice, and hashes nothing. */
+			h = !t ? "?" : cfg.backend == CONNTAB_TRIE ? "none" :
+			    conntab_hash_name(conntab_hash_of(t));
+			conntab_destroy(t, NULL);
+		}
+		o += (size_t)snprintf(line + o, len - o, "%s%s %s",
+				      i ? ", " : "", im[i]->name, h);
+	}
+}
+
+static void nop_rcu(struct rcu_head *h)
+{
+}
+
+/*
+ * The library helpers' threads (liburcu's call_rcu worker, lfht's resize
+ * worker) take the CPU affinity of the thread that starts them: started
+ * before main() pins itself with --pin, they are free to run on any CPU
+ * instead of sharing the measuring thread's.
+ */
+static void helpers_start(void)
+{
+	static struct rcu_head h;
+
+	call_rcu(&h, nop_rcu);
+	rcu_barrier();
+	b_lfht_worker_start();
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -189,20 +290,41 @@ static void usage(FILE *f)
 "  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
-"                     insert remove churn grow timewait memory flood\n"
-"                     (default all)\n"
-"  --impl I[,I]       chained split exthash trie lfht ck_ht plain (default:\n"
-"                     every backend this library has, and every peer)\n"
-"  --threads N        reader threads in churn/grow/timewait (default 2)\n"
+"                     insert remove churn grow timewait memory flood zipf\n"
+"                     trains pcap writers prefix scan evict (default all;\n"
+"                     with --pcap: pcap)\n"
+"  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
+"                     plain (default: every backend this library has,\n"
+"                     and every peer)\n"
+"  --threads N        readers in churn, threads in grow and timewait (one\n"
+"                     inserts, N - 1 read), readers of zipf/trains/pcap\n"
+"                     besides one thread (default 2)\n"
+"  --zipf S[,S...]    Zipf exponents of zipf and trains (default 1.0)\n"
+"  --train MEAN       mean packets per train in trains (default 4)\n"
+"  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
+"  --local ADDR[/LEN] the capture's local side (default: who got the\n"
+"                     SYN, else the lower port)\n"
+"  --tw-share F       lookup workloads: a share F of the entries in\n"
+"                     TIME_WAIT, spread evenly; adds lookup-est, lookup-tw\n"
+"  --grown            also every resizing implementation grown from empty\n"
+"                     (no sizing hint), as NAME-grown\n"
+"  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
+"                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
 "  --reps K           repetitions, the median is reported (default 5)\n"
 "  --pin              pin threads to CPUs\n"
 "  --v6               IPv6 keys instead of IPv4\n"
+"  --keys SET         random (default), or the trie's worst cases:\n"
+"                     worst-mem (IPv6, at most 2M), worst-depth (IPv6,\n"
+"                     288 keys whatever --n says)\n"
+"  --hash H           auto (default), siphash or aes: the keyed hash of\n"
+"                     conntab's tables, which the peers share\n"
 "  --secret zero      all-zero hash secret (default: random, one per run)\n"
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
 "  --table            one table per size: workloads x implementations\n"
-"  --plot FILE.svg    draw ns/lookup against N (needs gnuplot)\n");
+"  --plot FILE.svg    draw ns/lookup against N, and zipf and trains\n"
+"                     against the Zipf exponent (gnuplot; FILE.png: PNG)\n");
 }
 
 static void parse(int argc, char **argv)
@@ -222,10 +344,20 @@ static void parse(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 'T' },
 		{ "plot", required_argument, NULL, 'P' },
+		{ "zipf", required_argument, NULL, 'z' },
+		{ "train", required_argument, NULL, 'L' },
+		{ "clock", required_argument, NULL, 'c' },
+		{ "pcap", required_argument, NULL, 'C' },
+		{ "grown", no_argument, NULL, 'g' },
+		{ "tw-share", required_argument, NULL, 'W' },
+		{ "keys", required_argument, NULL, 'K' },
+		{ "hash", required_argument, NULL, 'H' },
+		{ "local", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool n_set = false;
+	bool n_set = false, w_set = false;
+	char *end;
 	int c;
 
 	b_opts.workloads = (1ul << W_COUNT) - 1;
@@ -233,6 +365,9 @@ static void parse(int argc, char **argv)
 	b_opts.reps = 5;
 	b_opts.write_rate = 50000;
 	b_opts.seed = b_now_ns();
+	b_opts.zipf[0] = 1.0;
+	b_opts.nzipf = 1;
+	b_opts.train_mean = 4;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': b_opts.quick = true; break;
@@ -244,6 +379,7 @@ static void parse(int argc, char **argv)
 		case 'w':
 			if (parse_workloads(optarg))
 				goto bad;
+			w_set = true;
 			break;
 		case 'i': b_opts.impls = optarg; break;
 		case 't':
@@ -272,18 +408,92 @@ static void parse(int argc, char **argv)
 			break;
 		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
 		case 'j': b_opts.json = true; break;
+		case 'g': b_opts.grown = true; break;
+		case 'H':
+			c = conntab_hash_from_name(optarg);
+			if (c < 0)
+				goto bad;
+			b_opts.hash = (enum conntab_hash)c;
+			break;
+		case 'K':
+			if (!strcmp(optarg, "worst-mem"))
+				b_opts.keyset = KS_WORST_MEM;
+			else if (!strcmp(optarg, "worst-depth"))
+				b_opts.keyset = KS_WORST_DEPTH;
+			else if (strcmp(optarg, "random"))
+				goto bad;
+			break;
+		case 'W':
+			b_opts.tw_share = strtod(optarg, &end);
+			if (*end || !(b_opts.tw_share >= 0 &&
+				      b_opts.tw_share <= 1))
+				goto bad;
+			break;
 		case 'T': b_opts.table = true; break;
 		case 'P': b_opts.plot = optarg; break;
+		case 'z':
+			if (parse_zipf(optarg))
+				goto bad;
+			break;
+		case 'L':
+			b_opts.train_mean = strtod(optarg, &end);
+			if (*end || !(b_opts.train_mean >= 1 &&
+				      b_opts.train_mean <= 1e6))
+				goto bad;
+			break;
+		case 'C':
+		case 'l':
+#ifdef HAVE_PCAP
+			if (c == 'C')
+				b_opts.pcap = optarg;
+			else if (b_prefix_parse(&b_opts.local, optarg))
+				goto bad;
+			break;
+#else
+			fprintf(stderr, "conntab-bench: built without libpcap: "
+				"no pcap workload\n");
+			exit(2);
+#endif
+		case 'c':
+			if (!strcmp(optarg, "cpu"))
+				b_opts.cpu_clock = true;
+			else if (strcmp(optarg, "wall"))
+				goto bad;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
 	}
 	if (optind != argc)
 		goto bad;
+	/* A capture alone is replayed alone; pcap needs one. */
+	if (b_opts.pcap && !w_set)
+		b_opts.workloads = 1ul << W_PCAP;
+	if (!b_opts.pcap && b_want(W_PCAP)) {
+		if (w_set) {
+			fprintf(stderr, "conntab-bench: pcap needs --pcap "
+				"FILE\n");
+			exit(2);
+		}
+		b_opts.workloads &= ~(1ul << W_PCAP);
+	}
 	if (!n_set) {
 		b_opts.nn = 2;
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
 		b_opts.n[1] = b_opts.quick ? 256u << 10 : 4u << 20;
+	}
+	if (b_opts.keyset != KS_RANDOM)
+		b_opts.v6 = true;
+	if (b_opts.keyset == KS_WORST_DEPTH) {
+		b_opts.nn = 1;
+		b_opts.n[0] = B_COMB_KEYS;
+	}
+	for (c = 0; b_opts.keyset == KS_WORST_MEM && c < (int)b_opts.nn; c++) {
+		if (b_opts.n[c] > B_WORST_MEM_MAX) {
+			fprintf(stderr, "conntab-bench: worst-mem has at most "
+				"%u keys\n", B_WORST_MEM_MAX);
+			exit(2);
+		}
 	}
 	return;
 bad:
@@ -293,32 +503,48 @@ bad:
 
 int main(int argc, char **argv)
 {
-	const struct bench_impl *im[16];
+	const struct bench_impl *im[B_MAX_IMPLS];
 	struct bench_keys keys;
+	char hashes[512];
 	unsigned int s;
 	size_t ni;
 
 	parse(argc, argv);
-	ni = b_impls(im, 16);
+	ni = b_impls(im, B_MAX_IMPLS);
 	if (!ni) {
 		fprintf(stderr, "conntab-bench: no implementation selected\n");
 		return 2;
 	}
+#ifdef HAVE_PCAP
+	/* A bad capture fails before anything runs or prints. */
+	if (b_opts.pcap && b_pcap_load())
+		return 1;
+#endif
 	rcu_register_thread();
+	resolve_hash(im, ni, hashes, sizeof(hashes));
+	helpers_start();
 	if (b_opts.pin)
 		b_pin_self(0);
 	if (b_opts.json && b_opts.table)
 		b_opts.table = false;
 	if (!b_opts.json) {
-		printf("# conntab-bench %s keys, secret %s, seed %llu, "
-		       "median of %u, threads %u%s\n",
+		printf("# conntab-bench %s%s keys, secret %s, seed %llu, "
+		       "median of %u, threads %u%s, %s clock\n",
 		       b_opts.v6 ? "IPv6" : "IPv4",
+		       b_opts.keyset == KS_WORST_MEM ? " worst-mem" :
+		       b_opts.keyset == KS_WORST_DEPTH ? " worst-depth" : "",
 		       b_opts.zero_secret ? "zero" : "random",
 		       (unsigned long long)b_opts.seed, b_opts.reps,
-		       b_opts.threads, b_opts.pin ? ", pinned" : "");
+		       b_opts.threads, b_opts.pin ? ", pinned" : "",
+		       b_opts.cpu_clock ? "cpu" : "wall");
+		printf("# hash %s (--hash %s): %s\n",
+		       conntab_hash_name(b_opts.hash_used),
+		       conntab_hash_name(b_opts.hash), hashes);
 	}
 	b_report_header();
-	for (s = 0; s < b_opts.nn; s++) {
+	/* Every workload but pcap runs per size. */
+	for (s = 0; b_opts.workloads & ~(1ul << W_PCAP) && s < b_opts.nn;
+	     s++) {
 		size_t n = b_opts.n[s];
 
 		b_progress("n=%zu: keys", n);
@@ -328,6 +554,10 @@ int main(int argc, char **argv)
 		b_floor(n);
 		b_run_single(im, ni, &keys);
 		b_run_update(im, ni, &keys);
+		b_run_writers(im, ni, &keys);
+		b_run_prefix(im, ni, &keys);
+		b_run_scan(im, ni, &keys);
+		b_run_evict(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
 		/* Fixed-size tables of its own: once, with the first size. */
 		if (!s)
@@ -336,10 +566,18 @@ int main(int argc, char **argv)
 		progress_done();
 		b_report_flush();
 	}
+#ifdef HAVE_PCAP
+	if (b_want(W_PCAP)) {
+		b_run_pcap(im, ni);
+		progress_done();
+		b_report_flush();
+	}
+#endif
 	b_report_targets();
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
+	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)
 		fprintf(stderr, "conntab-bench: %lu wrong results\n", failures);

@@ -191,29 +191,32 @@ void b_report_flush(void)
 	fflush(stdout);
 }
 
+/* How a target compares the measured value with its threshold. */
+enum { T_LE, T_LT, T_GE };
+
 static void target(const char *name, const char *impl, double measured,
-		   double threshold, bool lower_is_better, const char *note)
+		   double threshold, int cmp, const char *note)
 {
+	static const char *const op[] = { "<=", "<", ">=" };
 	const char *verdict;
+	bool ok;
 	char m[32], t[32];
 
+	ok = cmp == T_LE ? measured <= threshold :
+	     cmp == T_LT ? measured < threshold : measured >= threshold;
 	if (isnan(measured))
 		verdict = "n/a";
-	else if (lower_is_better ? measured <= threshold
-				 : measured >= threshold)
-		verdict = "met";
 	else
-		verdict = "missed";
+		verdict = ok ? "met" : "missed";
 	fmt(m, sizeof(m), measured);
 	fmt(t, sizeof(t), threshold);
 	if (b_opts.json)
 		printf("{\"target\":\"%s\",\"impl\":\"%s\",\"measured\":%s,"
 		       "\"threshold\":\"%s %s\",\"verdict\":\"%s\"}\n",
-		       name, impl, m, lower_is_better ? "<=" : ">=", t,
-		       verdict);
+		       name, impl, m, op[cmp], t, verdict);
 	else
-		printf("# %-24s %-8s %8s  %s %-5s %-6s %s\n", name, impl, m,
-		       lower_is_better ? "<=" : ">=", t, verdict, note);
+		printf("# %-24s %-8s %8s  %-2s %-5s %-6s %s\n", name, impl, m,
+		       op[cmp], t, verdict, note);
 }
 
 /* The size the targets are stated at: 1M if it ran, else the smallest. */
@@ -230,13 +233,115 @@ static size_t target_n(void)
 	return best;
 }
 
+/* The smallest value of @wl among conntab's backends (*@best: which). */
+static double best_backend(const struct bench_impl **im, size_t ni,
+			   const char *wl, size_t n, const char **best)
+{
+	double v = NAN, x;
+	size_t i;
+
+	*best = "-";
+	for (i = 0; i < ni; i++) {
+		if (!(im[i]->flags & BI_CONNTAB))
+			continue;
+		x = value_of(wl, im[i]->name, n, 1);
+		if (!isnan(x) && (isnan(v) || x < v)) {
+			v = x;
+			*best = im[i]->name;
+		}
+	}
+	return v;
+}
+
+/*
+ * Real traffic (Dumazet, 2007: "search time under 100 ns, for real
+ * traffic"), at Zipf 1.0 and one thread: the best backend under 100 ns
+ * one at a time and 50 ns in batches of 16, and every backend ahead of
+ * both peers (its time under the faster peer's) on zipf and trains.
+ */
+static void targets_traffic(const struct bench_impl **im, size_t ni,
+			    size_t n)
+{
+	static const char *const wl[] = { "zipf-s1.00", "trains-s1.00" };
+	const char *best, *note = "(needs --zipf 1.0)";
+	char name[32];
+	double v, peer;
+	size_t i, w;
+
+	for (i = 0; i < nres; i++)
+		if (!strncmp(res[i].workload, "zipf-", 5) ||
+		    !strncmp(res[i].workload, "trains-", 7))
+			break;
+	if (i == nres)
+		return;
+	for (i = 0; i < b_opts.nzipf; i++)
+		if (b_opts.zipf[i] == 1.0)
+			note = "";
+	v = best_backend(im, ni, "zipf-s1.00", n, &best);
+	target("zipf-s1.00 ns/lookup", best, v, 100, T_LT,
+	       *note ? note : "(best backend, one at a time)");
+	v = best_backend(im, ni, "zipf-s1.00-b16", n, &best);
+	target("zipf-s1.00-b16 ns/lookup", best, v, 50, T_LT,
+	       *note ? note : "(best backend, batches of 16)");
+	for (w = 0; w < 2; w++) {
+		peer = fmin(value_of(wl[w], "lfht", n, 1),
+			    value_of(wl[w], "ck_ht", n, 1));
+		snprintf(name, sizeof(name), "%s/peers", wl[w]);
+		for (i = 0; i < ni; i++)
+			if (im[i]->flags & BI_CONNTAB)
+				target(name, im[i]->name,
+				       value_of(wl[w], im[i]->name, n, 1) /
+				       peer, 1, T_LT,
+				       *note ? note : "(vs the faster of "
+				       "lfht, ck_ht)");
+	}
+}
+
+/*
+ * Issue 14, per conntab backend: a scan pass costs at most 1.5 full
+ * walks (both budgets), one budget-1000 call under 50 us (stated at 1M),
+ * an evicting insert at most 3 plain inserts.
+ */
+static void targets_scan_evict(const struct bench_impl **im, size_t ni,
+			       size_t n)
+{
+	static const struct {
+		const char *wl, *name;
+		double threshold;
+		int cmp;
+	} t[] = {
+		{ "scan-64/walk", "scan-64 pass/walk", 1.5, T_LE },
+		{ "scan-1000/walk", "scan-1000 pass/walk", 1.5, T_LE },
+		{ "scan-1000-max", "scan-1000 call ns", 50000, T_LT },
+		{ "evict/insert", "evict/insert", 3, T_LE },
+	};
+	size_t i, j;
+
+	for (i = 0; i < ni; i++) {
+		if (!(im[i]->flags & BI_CONNTAB))
+			continue;
+		for (j = 0; j < sizeof(t) / sizeof(t[0]); j++)
+			if (find(t[j].wl, im[i]->name, n, 1))
+				target(t[j].name, im[i]->name,
+				       value_of(t[j].wl, im[i]->name, n, 1),
+				       t[j].threshold, t[j].cmp, "");
+	}
+}
+
 void b_report_targets(void)
 {
-	const struct bench_impl *im[16];
-	size_t ni = b_impls(im, 16), i, n = target_n(), big = 16u << 20;
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n();
+	size_t big = 16u << 20;
 	const char *best = NULL;
 	double bestv = NAN, x;
 
+	/* Nothing ran at that size (a capture replayed alone). */
+	for (i = 0; i < nres; i++)
+		if (res[i].n == n && strcmp(res[i].workload, "floor"))
+			break;
+	if (i == nres)
+		return;
 	if (!b_opts.json)
 		printf("\n# targets at n=%zu, one thread, %s (ratios within "
 		       "this run)\n", n, b_opts.v6 ? "IPv6" : "IPv4");
@@ -249,78 +354,102 @@ void b_report_targets(void)
 			bestv = x;
 		}
 	}
-	target("lookup/lfht", best ? best : "-",
-	       bestv / value_of("lookup", "lfht", n, 1), 0.40, true,
-	       "(best hash backend)");
+	if (best)
+		target("lookup/lfht", best,
+		       bestv / value_of("lookup", "lfht", n, 1), 0.40, T_LE,
+		       "(best hash backend)");
 	for (i = 0; i < ni; i++) {
 		const char *nm = im[i]->name;
 
 		if (!(im[i]->flags & BI_CONNTAB) || !find("lookup", nm, n, 1))
 			continue;
 		target("lookup/lfht", nm, value_of("lookup", nm, n, 1) /
-		       value_of("lookup", "lfht", n, 1), 0.40, true, "");
+		       value_of("lookup", "lfht", n, 1), 0.40, T_LE, "");
 		target("lookup-dep/floor-dep", nm,
 		       value_of("lookup-dep", nm, n, 1) /
-		       value_of("floor", "dependent", n, 1), 2.0, true, "");
+		       value_of("floor", "dependent", n, 1), 2.0, T_LE, "");
 		target("batch16/floor-16streams", nm,
 		       value_of("batch16", nm, n, 1) /
-		       value_of("floor", "16-streams", n, 1), 2.5, true, "");
+		       value_of("floor", "16-streams", n, 1), 2.5, T_LE, "");
 		target("insert/lfht", nm, value_of("insert", nm, n, 1) /
-		       value_of("insert", "lfht", n, 1), 0.35, true, "");
+		       value_of("insert", "lfht", n, 1), 0.35, T_LE, "");
 		target("remove/lfht", nm, value_of("remove", nm, n, 1) /
-		       value_of("remove", "lfht", n, 1), 0.35, true, "");
+		       value_of("remove", "lfht", n, 1), 0.35, T_LE, "");
 		target("churn 2r/1r lookups/s", nm,
-		       value_of("churn-scale", nm, n, 2), 1.9, false, "");
+		       value_of("churn-scale", nm, n, 2), 1.9, T_GE, "");
 		target("memory B/entry", nm, value_of("memory", nm, n, 1),
-		       16, true, "");
+		       16, T_LE, "");
 		target("lookup 16M/1M", nm, value_of("lookup", nm, big, 1) /
-		       value_of("lookup", nm, 1u << 20, 1), 1.5, true,
+		       value_of("lookup", nm, 1u << 20, 1), 1.5, T_LE,
 		       find("lookup", nm, big, 1) ? "" : "(needs --n 1M,16M)");
 	}
+	targets_traffic(im, ni, n);
+	targets_scan_evict(im, ni, n);
 	fflush(stdout);
 }
 
-/* ns/lookup against N, one line per implementation, through gnuplot. */
-int b_report_plot(const char *file)
-{
-	const struct bench_impl *im[16];
-	size_t ni = b_impls(im, 16), i, j, drawn = 0;
-	char data[] = "/tmp/conntab-bench-XXXXXX";
-	FILE *d, *g;
-	int fd, err;
+/*
+ * --plot: up to three panels through gnuplot, each drawn when its results
+ * exist: ns per uniform random lookup against N (with the dependent-load
+ * floor), and ns per lookup of zipf and of trains against the Zipf
+ * exponent at the targets' N, one thread, one at a time (solid) and in
+ * batches of 16 (dashed). An implementation has the same colour in all.
+ */
+enum { PL_LOOKUP, PL_ZIPF, PL_TRAINS, PL_PANELS };
 
-	fd = mkstemp(data);
-	if (fd < 0 || !(d = fdopen(fd, "w")))
-		return -1;
-	for (i = 0; i < ni; i++) {
-		fprintf(d, "# %s\n", im[i]->name);
-		for (j = 0; j < nres; j++)
-			if (!strcmp(res[j].workload, "lookup") &&
-			    !strcmp(res[j].impl, im[i]->name))
-				fprintf(d, "%zu %g %g %g\n", res[j].n,
-					res[j].value, res[j].min, res[j].max);
-		fprintf(d, "\n\n");
+static const char *const pl_prefix[PL_PANELS] = { NULL, "zipf", "trains" };
+
+/* Is @r a point of @panel's curve for @impl (@batched), and where? */
+static bool plot_point(const struct bench_result *r, int panel,
+		       const char *impl, bool batched, size_t n, double *x)
+{
+	const char *w = r->workload, *rest;
+	size_t len;
+	char *end;
+
+	if (strcmp(r->impl, impl) || r->threads != 1)
+		return false;
+	if (panel == PL_LOOKUP) {
+		*x = (double)r->n;
+		return !batched && !strcmp(w, "lookup");
 	}
-	fprintf(d, "# floor\n");
-	for (j = 0; j < nres; j++)
-		if (!strcmp(res[j].workload, "floor") &&
-		    !strcmp(res[j].impl, "dependent"))
-			fprintf(d, "%zu %g %g %g\n", res[j].n, res[j].value,
+	len = strlen(pl_prefix[panel]);
+	if (r->n != n || strncmp(w, pl_prefix[panel], len) ||
+	    strncmp(w + len, "-s", 2))
+		return false;
+	*x = strtod(w + len + 2, &end);
+	rest = end;
+	return batched ? !strcmp(rest, "-b16") : !*rest;
+}
+
+/* Points of one curve; writes them as datablock $c@id if @g. */
+static size_t plot_block(FILE *g, unsigned int id, int panel,
+			 const char *impl, bool batched, size_t n)
+{
+	size_t j, pts = 0;
+	double x;
+
+	for (j = 0; j < nres; j++) {
+		if (!plot_point(&res[j], panel, impl, batched, n, &x))
+			continue;
+		if (g && !pts++)
+			fprintf(g, "$c%u << EOD\n", id);
+		else if (!g)
+			pts++;
+		if (g)
+			fprintf(g, "%g %g %g %g\n", x, res[j].value,
 				res[j].min, res[j].max);
-	fclose(d);
-	g = popen("gnuplot", "w");
-	if (!g) {
-		unlink(data);
-		return -1;
 	}
-	fprintf(g, "set terminal svg size 720,440 dynamic font 'sans,11'\n"
-		   "set output '%s'\n"
-		   "set title 'conntab-bench: random successful lookups, "
-		   "one thread'\n"
-		   "set xlabel 'connections (N)'\nset ylabel 'ns/lookup'\n"
-		   "set logscale x 2\nset key top left noenhanced\n"
-		   "set grid\nset yrange [0:*]\n"
-		   "set offsets graph 0.05, graph 0.05\nset xtics (", file);
+	if (g && pts)
+		fprintf(g, "EOD\n");
+	return pts;
+}
+
+static void plot_xtics_n(FILE *g)
+{
+	unsigned int i;
+
+	fprintf(g, "set logscale x 2\nset xtics (");
 	for (i = 0; i < b_opts.nn; i++) {
 		size_t n = b_opts.n[i];
 		bool mega = n % (1u << 20) == 0, kilo = n % 1024 == 0;
@@ -329,23 +458,87 @@ int b_report_plot(const char *file)
 			mega ? n >> 20 : kilo ? n >> 10 : n,
 			mega ? "M" : kilo ? "K" : "", n);
 	}
-	fprintf(g, ")\nplot ");
-	for (i = 0; i < ni; i++) {
-		for (j = 0; j < nres; j++)
-			if (!strcmp(res[j].workload, "lookup") &&
-			    !strcmp(res[j].impl, im[i]->name))
-				break;
-		if (j == nres)
+	fprintf(g, ")\n");
+}
+
+int b_report_plot(const char *file)
+{
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), i, n = target_n(), len;
+	size_t pts[PL_PANELS][B_MAX_IMPLS][2], total[PL_PANELS] = { 0 };
+	int p, b, panels = 0;
+	bool first;
+	FILE *g;
+
+	for (p = 0; p < PL_PANELS; p++)
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++) {
+				pts[p][i][b] = plot_block(NULL, 0, p,
+							  im[i]->name, b, n);
+				total[p] += pts[p][i][b];
+			}
+	for (p = 0; p < PL_PANELS; p++)
+		panels += total[p] > 0;
+	g = panels ? popen("gnuplot", "w") : NULL;
+	if (!g)
+		return -1;
+	/* The data inline, one datablock per curve: $c<panel><impl><b>. */
+	for (p = 0; p < PL_PANELS; p++)
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++)
+				plot_block(g, (unsigned int)(p * 100 +
+							     i * 2 + b),
+					   p, im[i]->name, b, n);
+	fprintf(g, "$floor << EOD\n");
+	for (i = 0; i < nres; i++)
+		if (!strcmp(res[i].workload, "floor") &&
+		    !strcmp(res[i].impl, "dependent"))
+			fprintf(g, "%zu %g\n", res[i].n, res[i].value);
+	fprintf(g, "EOD\n");
+	len = strlen(file);
+	/* FILE.png: a bitmap (pngcairo), anything else SVG. */
+	fprintf(g, "set terminal %s size %d,440 font 'sans,11'\n"
+		   "set output '%s'\nset multiplot layout 1,%d\n"
+		   "set ylabel 'ns/lookup'\nset key top right noenhanced\n"
+		   "set grid\nset yrange [0:*]\n"
+		   "set offsets graph 0.05, graph 0.05\n",
+		   len > 4 && !strcmp(file + len - 4, ".png") ? "pngcairo"
+							    : "svg dynamic",
+		   panels > 1 ? 560 * panels : 720, file, panels);
+	for (p = 0; p < PL_PANELS; p++) {
+		if (!total[p])
 			continue;
-		fprintf(g, "%s'%s' index %zu using 1:2:3:4 with yerrorlines "
-			   "title '%s'", drawn++ ? ", " : "", data, i,
-			im[i]->name);
+		if (p == PL_LOOKUP) {
+			fprintf(g, "set title 'uniform random lookups, one "
+				   "thread'\nset xlabel 'connections (N)'\n");
+			plot_xtics_n(g);
+		} else {
+			fprintf(g, "unset logscale x\nset xtics auto\n"
+				   "set title '%s at N = %zu, one thread "
+				   "(dashed: batches of 16)'\n"
+				   "set xlabel 'Zipf exponent s'\n",
+				   pl_prefix[p], n);
+		}
+		fprintf(g, "plot ");
+		first = true;
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++) {
+				if (!pts[p][i][b])
+					continue;
+				fprintf(g, "%s$c%zu using 1:2:3:4 with "
+					   "yerrorlines linecolor %zu dashtype "
+					   "%d title '%s'", first ? "" : ", ",
+					(size_t)p * 100 + i * 2 + (size_t)b,
+					i + 1, b ? 2 : 1,
+					b ? "" : im[i]->name);
+				first = false;
+			}
+		if (p == PL_LOOKUP)
+			fprintf(g, ", $floor using 1:2 with linespoints "
+				   "linecolor 'gray40' linewidth 2 "
+				   "title 'floor (dependent load)'");
+		fprintf(g, "\n");
 	}
-	fprintf(g, "%s'%s' index %zu using 1:2 with linespoints "
-		   "linecolor 'gray40' linewidth 2 "
-		   "title 'floor (dependent load)'\n", drawn ? ", " : "",
-		data, ni);
-	err = pclose(g);
-	unlink(data);
-	return err ? -1 : 0;
+	fprintf(g, "unset multiplot\n");
+	return pclose(g) ? -1 : 0;
 }

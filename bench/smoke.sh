@@ -1,18 +1,141 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # conntab-bench at a tiny size: every workload on every implementation
 # must find every present key, never miss one during grow or timewait,
 # and print one line per result. Times are not checked.
-set -e
+set -eu
 bench=${BENCH:-bench/conntab-bench}
+srcdir=${srcdir:-.}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# has REGEX: a line of $out matches.
+has() {
+	echo "$out" | grep -q "$1" || fail "no line matching '$1'"
+}
+
 out=$($bench --quick --n 4K --reps 1 --seed 7)
-echo "$out" | grep -q '^lookup	chained	4096	1	'
-echo "$out" | grep -q '^grow-misses	lfht	4096	1	0	'
-echo "$out" | grep -q '^# memory B/entry'
+has '^lookup	chained	4096	1	'
+has '^lookup	lfht-jhash	4096	1	'
+has '^grow-misses	lfht-jhash	4096	1	0	'
+has '^grow-misses	lfht	4096	1	0	'
+has '^# memory B/entry'
 # flood: both tables of a hash backend, and the ratio between them.
-echo "$out" | grep -q '^flood-known	chained	4096	1	'
-echo "$out" | grep -q '^flood-protection	chained	4096	1	.*	x	'
+has '^flood-known	chained	4096	1	'
+has '^flood-protection	chained	4096	1	.*	x	'
+# zipf and trains: one thread and two readers, one at a time and batched;
+# the draws were checked against their distributions (exit status).
+has '^zipf-s1.00	chained	4096	1	'
+has '^zipf-s1.00-b16	plain	4096	2	'
+has '^trains-s1.00	lfht	4096	2	'
+has '^# zipf-s1.00 ns/lookup'
+has '^grow-p99.99	exthash	4096	1	'
+has '^writers	lfht	4096	2	'
+has '^writers-cpu	trie	4096	1	'
+has '^prefix	trie	4096	1	'
+has '^prefix-match	chained	4096	1	'
+has '^depth	trie	4096	1	'
+# scan and evict: passes and walks visit every key once, evictions make
+# room (exit status); backends without them leave their rows out.
+has '^scan-64/walk	chained	4096	1	'
+has '^scan-1000-max	exthash	4096	1	'
+has '^walk	split	4096	1	'
+has '^evict/insert	chained	4096	1	'
+has '^# evict/insert  *exthash'
+has '^grow-resizes	exthash	4096	1	'
+# --grown: the resizing implementations again, grown from empty.
+out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
+	--workload lookup,batch,grow --threads 1)
+has '^lookup	exthash-grown	4096	1	'
+has '^batch16	lfht-grown	4096	1	'
+has '^grow	exthash	4096	0	'
+echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
+echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
+# --tw-share: half the entries in TIME_WAIT, looked up by state too.
+out=$($bench --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
+has '^lookup-tw	split	4096	1	'
+has '^lookup-est	plain	4096	1	'
+has '^batch16	lfht	4096	1	'
+# The trie's worst key sets, for every implementation.
+out=$($bench --keys worst-depth --reps 1 --workload lookup,batch,memory)
+has '^lookup	trie	288	1	'
+has '^depth	trie	288	1	'
+has '^lookup	lfht	288	1	'
+out=$($bench --keys worst-mem --n 4K --reps 1 --workload lookup,memory)
+has '^memory	trie	4096	1	'
+has '^lookup	plain	4096	1	'
+! $bench --keys worst-mem --n 4M 2>/dev/null || fail "worst-mem at 4M"
+# --plot: both kinds of panel, when gnuplot is there.
+if command -v gnuplot >/dev/null; then
+	$bench --n 4K --reps 1 --threads 1 --workload lookup,zipf \
+		--zipf 0.8,1.2 --plot "$tmp/p.svg" >/dev/null
+	grep -q 'Zipf exponent' "$tmp/p.svg" || fail "no zipf panel"
+	grep -q 'connections (N)' "$tmp/p.svg" || fail "no lookup panel"
+fi
+# --hash: conntab's tables and the peers on one hash, said in the header;
+# flood finds its attack keys for that hash. AES only where it runs.
+for h in siphash aes; do
+	if ! out=$($bench --n 4K --reps 1 --hash $h --threads 1 \
+		--workload lookup,batch,insert,flood,zipf 2>"$tmp/err"); then
+		[ $h = aes ] && grep -q 'not on this CPU' "$tmp/err" && continue
+		fail "--hash $h: $(cat "$tmp/err")"
+	fi
+	has "^# hash $h (--hash $h): chained $h, .*trie none, lfht $h, lfht-jhash jhash"
+	has '^flood-known	lfht	4096	1	'
+	has '^zipf-s1.00-b16	plain	4096	1	'
+done
+! $bench --hash md5 2>/dev/null || fail "--hash md5 accepted"
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
-	grep -v '^{.*}$' && exit 1
+	grep -v '^{.*}$' && fail "a JSON line that is not an object"
+
+# pcap: a crafted capture whose every packet has a known fate
+# (bench/pcap-sample.sh), and files that are no capture.
+bash "$srcdir/bench/pcap-sample.sh" >"$tmp/sample.pcap"
+if ! $bench --pcap "$tmp/sample.pcap" --reps 1 >"$tmp/out" 2>"$tmp/err"; then
+	grep -q 'built without libpcap' "$tmp/err" || fail "pcap: $(cat "$tmp/err")"
+	echo "pcap: $(cat "$tmp/err")"
+	exit 0
+fi
+out=$(cat "$tmp/out")
+# count ROW VALUE: the capture's count.
+count() {
+	has "^pcap-$1	capture	5	1	$2	"
+}
+count flows 5
+count packets 8
+count skipped 9
+count not-ip 1
+count truncated 2
+count malformed 2
+count fragment 2
+count not-tcp-udp 2
+count endpoints 5
+# Every lookup hit (exit status), one thread and two readers, batched too.
+has '^pcap	exthash	5	1	'
+has '^pcap-b16	plain	5	2	'
+# The record cut at the end of the file is reported.
+grep -q 'truncated dump file' "$tmp/err" || fail "no word of the cut record"
+# --local turns F2, F3 and F4 to 10.0.0.3's side (bench/pcap-sample.sh).
+out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.3 --reps 1 \
+	--impl chained 2>/dev/null)
+count endpoints 4
+out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/8 --reps 1 \
+	--impl chained 2>/dev/null)
+count endpoints 5
+# Not a capture; a capture without a TCP or UDP packet; a bad --local.
+echo "not a capture" >"$tmp/text"
+! $bench --pcap "$tmp/text" 2>"$tmp/err" || fail "a text file replayed"
+grep -q 'not a capture' "$tmp/err" || fail "text: $(cat "$tmp/err")"
+head -c 24 "$tmp/sample.pcap" >"$tmp/empty.pcap"
+! $bench --pcap "$tmp/empty.pcap" 2>"$tmp/err" || fail "an empty capture"
+grep -q 'no TCP or UDP packet' "$tmp/err" || fail "empty: $(cat "$tmp/err")"
+! $bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/33 2>/dev/null ||
+	fail "--local 10.0.0.0/33 accepted"
+! $bench --workload pcap 2>/dev/null || fail "pcap without --pcap"
 exit 0

@@ -90,6 +90,30 @@ void b_pin_self(unsigned int cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/*
+ * A measuring thread's start: registered with the flavor, pinned with
+ * --pin, counted in *@ready (release: its setup is seen by whoever waits
+ * for the count), then held until *@go is set, if @go is given.
+ */
+void b_thread_start(unsigned int cpu, int *ready, volatile int *go)
+{
+	rcu_register_thread();
+	if (b_opts.pin)
+		b_pin_self(cpu);
+	if (ready)
+		__atomic_add_fetch(ready, 1, __ATOMIC_RELEASE);
+	while (go && !*go)
+		sched_yield();
+}
+
+/* The CPU of helper thread @i that leaves CPU 0 to the main thread. */
+unsigned int b_cpu_other(unsigned int i)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return ncpu > 1 ? 1 + i % (unsigned int)(ncpu - 1) : 0;
+}
+
 size_t b_l3_bytes(void)
 {
 	long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);

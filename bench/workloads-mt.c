@@ -15,7 +15,7 @@
  *            tw entries, with readers looking up every key meanwhile
  *            (every lookup must hit: the replacements are atomic).
  *
- * Readers take the read lock once per B_RD_CHUNK lookups, as in the
+ * Readers take the read lock once per B_READ_CHUNK lookups, as in the
  * single-threaded workloads, so their ns/lookup compare with `lookup`.
  */
 #include "config.h"
@@ -30,7 +30,6 @@
 #include "impl.h"
 #include "objs.h"
 
-#define B_RD_CHUNK	64
 /* The writer removes what it inserted this many steps ago. */
 #define B_CHURN_LAG	1024
 #define B_CHURN_POOL	8192	/* writer nodes reused after a grace period */
@@ -56,10 +55,7 @@ static void *reader_fn(void *arg)
 	uintptr_t acc = 0;
 	size_t done = 0;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(r->cpu);
-	__atomic_add_fetch(r->ready, 1, __ATOMIC_RELEASE);
+	b_thread_start(r->cpu, r->ready, NULL);
 	while (!*r->stop) {
 		size_t lim = n;
 
@@ -70,7 +66,7 @@ static void *reader_fn(void *arg)
 				continue;
 		}
 		rcu_read_lock();
-		for (j = 0; j < B_RD_CHUNK; j++) {
+		for (j = 0; j < B_READ_CHUNK; j++) {
 			void *p;
 
 			if (r->limit)
@@ -82,7 +78,7 @@ static void *reader_fn(void *arg)
 			miss += !p;
 		}
 		rcu_read_unlock();
-		done += B_RD_CHUNK;
+		done += B_READ_CHUNK;
 		__atomic_store_n(&r->lookups, done, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->misses, miss, __ATOMIC_RELAXED);
 	}
@@ -91,17 +87,22 @@ static void *reader_fn(void *arg)
 	return NULL;
 }
 
+/*
+ * @nr readers; with --pin reader i runs on CPU i, or with @others on a CPU
+ * other than 0 (the calling thread works there meanwhile) if there is one.
+ */
 static void readers_start(struct reader *rd, unsigned int nr,
-			  const struct bench_impl *im, void *t,
-			  const struct bench_keys *k, volatile int *stop,
-			  const size_t *limit, int *ready)
+			  bool others, const struct bench_impl *im,
+			  void *t, const struct bench_keys *k,
+			  volatile int *stop, const size_t *limit, int *ready)
 {
 	unsigned int i;
 
 	*ready = 0;
 	for (i = 0; i < nr; i++) {
 		rd[i] = (struct reader){ .im = im, .t = t, .k = k, .id = i,
-					 .cpu = i, .stop = stop,
+					 .cpu = others ? b_cpu_other(i) : i,
+					 .stop = stop,
 					 .limit = limit, .ready = ready };
 		if (pthread_create(&rd[i].tid, NULL, reader_fn, &rd[i])) {
 			fprintf(stderr, "conntab-bench: no reader thread\n");
@@ -146,17 +147,6 @@ static void sleep_ns(uint64_t ns)
 
 /* ---- churn ---- */
 
-struct writer {
-	pthread_t tid;
-	const struct bench_impl *im;
-	void *t;
-	const struct bench_keys *k;
-	unsigned int cpu;
-	volatile int *stop;
-	size_t pairs;		/* insert+remove pairs done (relaxed) */
-	size_t fails;
-};
-
 /*
  * Insert pool node i, remove the one inserted B_CHURN_LAG steps before;
  * after a pass over the pool, wait a grace period before reusing it. The
@@ -164,19 +154,17 @@ struct writer {
  */
 static void *writer_fn(void *arg)
 {
-	struct writer *w = arg;
+	struct b_writer *w = arg;
 	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
 						   : B_CHURN_POOL;
 	char *objs = b_alloc(pool * B_LINE);
 	size_t i, done = 0, fails = 0;
 	uint64_t t0;
 
-	rcu_register_thread();
-	if (b_opts.pin)
-		b_pin_self(w->cpu);
+	b_thread_start(w->cpu, NULL, NULL);
 	t0 = b_now_ns();
-	while (!*w->stop) {
-		for (i = 0; i < pool + B_CHURN_LAG && !*w->stop; i++) {
+	while (!w->stop) {
+		for (i = 0; i < pool + B_CHURN_LAG && !w->stop; i++) {
 			if (i < pool) {
 				memset(objs + i * B_LINE, 0, B_LINE);
 				fails += w->im->insert(w->t, objs + i * B_LINE,
@@ -212,6 +200,30 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
+void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
+		    const struct bench_keys *k, unsigned int cpu)
+{
+	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu };
+	if (pthread_create(&w->tid, NULL, writer_fn, w)) {
+		fprintf(stderr, "conntab-bench: no writer thread\n");
+		exit(1);
+	}
+}
+
+size_t b_writer_pairs(struct b_writer *w)
+{
+	return __atomic_load_n(&w->pairs, __ATOMIC_RELAXED);
+}
+
+void b_writer_stop(struct b_writer *w, const char *what)
+{
+	w->stop = 1;
+	pthread_join(w->tid, NULL);
+	if (w->fails)
+		b_failed("%s %s: %zu writes failed", w->im->name, what,
+			 w->fails);
+}
+
 /* One churn measurement: @nr readers and one writer on table @tb. */
 static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 		      unsigned int nr, double *lps, double *nsl, double *wps)
@@ -219,31 +231,24 @@ static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull, t0, t1;
 	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
-	volatile int stop = 0, wstop = 0;
-	struct writer w = { .im = im, .t = tb->t, .k = k, .cpu = nr,
-			    .stop = &wstop };
+	volatile int stop = 0;
+	struct b_writer w;
 	size_t l0, l1, p0, p1, look, miss;
 	int ready;
 
-	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
-	if (pthread_create(&w.tid, NULL, writer_fn, &w)) {
-		fprintf(stderr, "conntab-bench: no writer thread\n");
-		exit(1);
-	}
+	readers_start(rd, nr, false, im, tb->t, k, &stop, NULL, &ready);
+	b_writer_start(&w, im, tb->t, k, nr);
 	sleep_ns(dur / 8);	/* let everyone get going */
 	l0 = readers_count(rd, nr);
-	p0 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	p0 = b_writer_pairs(&w);
 	t0 = b_now_ns();
 	sleep_ns(dur);
 	l1 = readers_count(rd, nr);
-	p1 = __atomic_load_n(&w.pairs, __ATOMIC_RELAXED);
+	p1 = b_writer_pairs(&w);
 	t1 = b_now_ns();
-	wstop = 1;
-	pthread_join(w.tid, NULL);
+	b_writer_stop(&w, "churn");
 	readers_stop(rd, nr, &stop, &look, &miss);
 	b_check_found(im, "churn", look - miss, look);
-	if (w.fails)
-		b_failed("%s churn: %zu writes failed", im->name, w.fails);
 	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
 	*nsl = (double)(t1 - t0) * nr / (double)(l1 - l0);
 	*wps = (double)(p1 - p0) * 1e9 / (double)(t1 - t0);
@@ -306,36 +311,67 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One growth 0 -> N of a table created without a sizing hint. */
+/* What one growth measures; GR_DEPTH on are conntab_stats() figures. */
+enum {
+	GR_NS, GR_P50, GR_P99, GR_P999, GR_P9999, GR_MAX, GR_MISSES,
+	GR_LOOKUPS, GR_MEMORY, GR_DEPTH, GR_BUCKETS, GR_RESIZES, GR_COUNT
+};
+
+static const struct {
+	const char *name, *unit;
+	bool higher;
+} gr_rows[GR_COUNT] = {
+	[GR_NS] = { "grow", "ns/op", false },
+	[GR_P50] = { "grow-p50", "ns", false },
+	[GR_P99] = { "grow-p99", "ns", false },
+	[GR_P999] = { "grow-p99.9", "ns", false },
+	[GR_P9999] = { "grow-p99.99", "ns", false },
+	[GR_MAX] = { "grow-max", "ns", false },
+	[GR_MISSES] = { "grow-misses", "lookups", false },
+	[GR_LOOKUPS] = { "grow-lookups", "lookups", true },
+	[GR_MEMORY] = { "grow-memory", "B/entry", false },
+	[GR_DEPTH] = { "grow-depth", "nodes", false },
+	[GR_BUCKETS] = { "grow-buckets", "slots", false },
+	[GR_RESIZES] = { "grow-resizes", "resizes", false },
+};
+
+/* The latency at quantile @q of @n sorted values. */
+static double quantile(const uint32_t *lat, size_t n, double q)
+{
+	return lat[(size_t)((double)(n - 1) * q)];
+}
+
+/*
+ * One growth 0 -> N of a table created without a sizing hint, @nr readers
+ * looking up keys already in. Insert latencies are read with the timing
+ * clock (--clock cpu: the writer's CPU time, preemption left out).
+ */
 static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 		     const struct bench_keys *k, unsigned int nr,
 		     uint32_t *lat, double *out)
 {
 	struct reader rd[B_MAX_THREADS];
-	size_t n = k->n, i, look, miss, fail = 0, count = 0;
+	size_t n = k->n, i, look, miss, fail = 0, count = 0, heap0;
 	volatile int stop = 0;
 	uint64_t t0, t1, start;
 	int ready;
 	void *t;
 
 	memset(o->base, 0, n * B_LINE);
-	t = im->create(im, 0, k->secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
-	readers_start(rd, nr, im, t, k, &stop, &count, &ready);
-	start = t0 = b_now_ns();
+	heap0 = b_heap_bytes();
+	t = b_create(im, 0, k->secret);
+	readers_start(rd, nr, true, im, t, k, &stop, &count, &ready);
+	start = t0 = b_time_ns();
 	for (i = 0; i < n; i++) {
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
-		t1 = b_now_ns();
+		t1 = b_time_ns();
 		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
 					      : (uint32_t)(t1 - t0);
 		t0 = t1;
 		/* Key i is in: readers may look it up from now on. */
 		__atomic_store_n(&count, i + 1, __ATOMIC_RELEASE);
 	}
-	out[0] = (double)(t0 - start) / (double)n;
+	out[GR_NS] = (double)(t0 - start) / (double)n;
 	readers_stop(rd, nr, &stop, &look, &miss);
 	if (fail)
 		b_failed("%s grow: %zu inserts failed", im->name, fail);
@@ -343,31 +379,40 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	if (miss)
 		b_failed("%s grow: %zu lookups missed a present key",
 			 im->name, miss);
-	out[5] = (double)miss;
+	out[GR_MISSES] = (double)miss;
+	out[GR_LOOKUPS] = (double)look;
 	qsort(lat, n, sizeof(*lat), cmp_u32);
-	out[1] = lat[n / 2];
-	out[2] = lat[n - 1 - n / 100];
-	out[3] = lat[n - 1 - n / 1000];
-	out[4] = lat[n - 1];
+	out[GR_P50] = quantile(lat, n, 0.5);
+	out[GR_P99] = quantile(lat, n, 0.99);
+	out[GR_P999] = quantile(lat, n, 0.999);
+	out[GR_P9999] = quantile(lat, n, 0.9999);
+	out[GR_MAX] = lat[n - 1];
+	out[GR_MEMORY] = b_table_bytes(im, t, heap0) / (double)n;
+	if (im->flags & BI_CONNTAB) {
+		struct conntab_stats st;
+
+		conntab_stats(t, &st);
+		out[GR_DEPTH] = (double)st.max_depth;
+		out[GR_BUCKETS] = (double)st.buckets;
+		out[GR_RESIZES] = (double)st.resizes;
+	}
 	im->destroy(t);
 }
 
+/*
+ * --threads - 1 readers besides the inserting thread (none with
+ * --threads 1); with --pin the inserter keeps CPU 0 to itself when there
+ * are others, the readers take the rest.
+ */
 static void grow(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k)
 {
-	static const char *const what[6] = {
-		"grow", "grow-p50", "grow-p99", "grow-p99.9", "grow-max",
-		"grow-misses",
-	};
-	static const char *const unit[6] = {
-		"ns/op", "ns", "ns", "ns", "ns", "lookups",
-	};
-	unsigned int nr = b_opts.threads > 1 ? b_opts.threads - 1 : 1, rep;
-	static double v[6][B_MAX_IMPLS][B_MAX_REPS];
+	unsigned int nr = b_opts.threads - 1, rep, rows;
+	static double v[GR_COUNT][B_MAX_IMPLS][B_MAX_REPS];
 	uint32_t *lat = b_alloc(k->n * sizeof(*lat));
 	struct bench_objs o[B_MAX_IMPLS];
 	size_t i, j;
-	double out[6];
+	double out[GR_COUNT];
 
 	for (i = 0; i < ni; i++)
 		b_objs_init(&o[i], im[i], k->n);
@@ -375,16 +420,19 @@ static void grow(const struct bench_impl **im, size_t ni,
 		b_progress("n=%zu grow %u/%u", k->n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
 			grow_rep(im[i], &o[i], k, nr, lat, out);
-			for (j = 0; j < 6; j++)
+			for (j = 0; j < GR_COUNT; j++)
 				v[j][i][rep] = out[j];
 		}
 	}
 	free(lat);
 	for (i = 0; i < ni; i++) {
 		b_objs_free(&o[i]);
-		for (j = 0; j < 6; j++)
-			b_result(im[i], what[j], k->n, nr, v[j][i], unit[j],
-				 j ? R_NONE : R_DEP, false);
+		rows = im[i]->flags & BI_CONNTAB ? GR_COUNT : GR_DEPTH;
+		for (j = 0; j < rows; j++)
+			b_result(im[i], gr_rows[j].name, k->n, nr, v[j][i],
+				 gr_rows[j].unit,
+				 j == GR_NS ? R_DEP : R_NONE,
+				 gr_rows[j].higher);
 	}
 }
 
@@ -412,7 +460,7 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 	int ready;
 	void *old;
 
-	readers_start(rd, nr, im, tb->t, k, &stop, NULL, &ready);
+	readers_start(rd, nr, true, im, tb->t, k, &stop, NULL, &ready);
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m; i++)
 		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
@@ -479,15 +527,9 @@ void b_run_mt(const struct bench_impl **all, size_t nall,
 	      const struct bench_keys *k)
 {
 	const struct bench_impl *mt[B_MAX_IMPLS], *gr[B_MAX_IMPLS];
-	size_t nmt = 0, ngr = 0, i;
+	size_t nmt = b_pick(all, nall, BI_MT, mt);
+	size_t ngr = b_pick(all, nall, BI_MT | BI_GROWS, gr);
 
-	for (i = 0; i < nall; i++) {
-		if (!(all[i]->flags & BI_MT))
-			continue;
-		mt[nmt++] = all[i];
-		if (all[i]->flags & BI_GROWS)
-			gr[ngr++] = all[i];
-	}
 	if (nmt && b_want(W_CHURN))
 		churn(mt, nmt, k);
 	if (ngr && b_want(W_GROW))

@@ -4,10 +4,9 @@
  * batch, memory (one table built per implementation and size) and insert /
  * remove (a fresh table per repetition).
  *
- * Every result of a lookup is accumulated into a sink and the hits are
- * counted and checked, so the compiler cannot drop a lookup and a broken
- * implementation cannot look fast. Readers take the read lock once per
- * B_READ_CHUNK lookups, the same for every implementation.
+ * The lookups go through bench/stream.c's runners (the dependent chain
+ * has its own loop, which takes the read lock as they do), and the hits
+ * are checked.
  */
 #include "config.h"
 
@@ -20,14 +19,11 @@
 #include "impl.h"
 #include "objs.h"
 
-#define B_READ_CHUNK	64
 /* Lookups per repetition: all keys, at least 1M and at most 4M. */
 #define B_MIN_LOOKUPS	(1u << 20)
 #define B_MAX_LOOKUPS	(4u << 20)
 
-volatile uintptr_t b_sink;
-
-static size_t lookups_per_rep(size_t n)
+size_t b_lookups_per_rep(size_t n)
 {
 	if (n < B_MIN_LOOKUPS)
 		return B_MIN_LOOKUPS / n * n;
@@ -51,6 +47,31 @@ void b_objs_free(struct bench_objs *o)
 	o->base = NULL;
 }
 
+size_t b_pick(const struct bench_impl **all, size_t nall, unsigned int with,
+	      const struct bench_impl **out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < nall; i++)
+		if ((all[i]->flags & with) == with &&
+		    !(all[i]->flags & BI_UNSIZED))
+			out[n++] = all[i];
+	return n;
+}
+
+void *b_create(const struct bench_impl *im, size_t expected,
+	       const uint8_t *secret)
+{
+	void *t = im->create(im, im->flags & BI_UNSIZED ? 0 : expected,
+			     secret);
+
+	if (!t) {
+		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
+		exit(1);
+	}
+	return t;
+}
+
 void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	      struct bench_objs *o, size_t expected)
 {
@@ -58,11 +79,7 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	size_t i, fail = 0;
 
 	memset(o->base, 0, o->n * B_LINE);
-	t = im->create(im, expected, k->secret);
-	if (!t) {
-		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
-		exit(1);
-	}
+	t = b_create(im, expected, k->secret);
 	for (i = 0; i < k->n; i++)
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	if (fail)
@@ -78,37 +95,6 @@ void b_check_found(const struct bench_impl *im, const char *what,
 			 found, want);
 }
 
-/* Random hits, one at a time: independent lookups may overlap. */
-double b_run_lookup(const struct bench_impl *im, void *t,
-		    const struct conntab_key *keys, size_t n, size_t m,
-		    size_t *found)
-{
-	size_t done, i, j, len, hit = 0;
-	uintptr_t acc = 0;
-	uint64_t t0 = b_now_ns();
-
-	for (done = 0; done < m; done += len) {
-		len = m - done < n ? m - done : n;
-		for (i = 0; i < len; i += B_READ_CHUNK) {
-			size_t end = i + B_READ_CHUNK < len ? i + B_READ_CHUNK
-							    : len;
-
-			rcu_read_lock();
-			for (j = i; j < end; j++) {
-				void *p = im->lookup(t, &keys[j]);
-
-				acc += (uintptr_t)p;
-				hit += p != NULL;
-			}
-			rcu_read_unlock();
-		}
-	}
-	t0 = b_now_ns() - t0;
-	b_sink += acc;
-	*found = hit;
-	return (double)t0 / (double)m;
-}
-
 /*
  * Dependent chain: the address of each key is computed from the previous
  * result (its top bit, always 0 for a user-space pointer, but the compiler
@@ -121,7 +107,7 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 {
 	size_t done, i, len, hit = 0;
 	const struct conntab_key *kp;
-	uint64_t t0 = b_now_ns();
+	uint64_t t0 = b_time_ns();
 	void *p = NULL;
 
 	for (done = 0; done < m; done += len) {
@@ -139,35 +125,8 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 		}
 		rcu_read_unlock();
 	}
-	t0 = b_now_ns() - t0;
+	t0 = b_time_ns() - t0;
 	b_sink += (uintptr_t)p;
-	*found = hit;
-	return (double)t0 / (double)m;
-}
-
-static double run_batch(const struct bench_impl *im, void *t,
-			const struct conntab_key *keys, size_t n, size_t m,
-			size_t bs, size_t *found)
-{
-	void *out[64];
-	size_t done, i, len, hit = 0;
-	uintptr_t acc = 0;
-	uint64_t t0;
-
-	m = m / bs * bs;
-	n = n / bs * bs;
-	t0 = b_now_ns();
-	for (done = 0; done < m; done += len) {
-		len = m - done < n ? m - done : n;
-		for (i = 0; i < len; i += bs) {
-			rcu_read_lock();
-			hit += im->batch(t, &keys[i], out, bs);
-			rcu_read_unlock();
-			acc += (uintptr_t)out[0] + (uintptr_t)out[bs - 1];
-		}
-	}
-	t0 = b_now_ns() - t0;
-	b_sink += acc;
 	*found = hit;
 	return (double)t0 / (double)m;
 }
@@ -227,13 +186,8 @@ static struct conntab_key *make_mix(const struct bench_keys *k, size_t *want)
 	return mix;
 }
 
-static void memory(const struct bench_impl *im, void *t, size_t n,
-		   size_t heap0)
+double b_table_bytes(const struct bench_impl *im, void *t, size_t heap0)
 {
-	struct bench_result r = {
-		.workload = "memory", .impl = im->name, .n = n, .threads = 1,
-		.unit = "B/entry", .ratio_kind = R_NONE,
-	};
 	long mem = im->memory(t);
 
 	if (mem < 0) {
@@ -241,11 +195,39 @@ static void memory(const struct bench_impl *im, void *t, size_t n,
 		rcu_barrier();
 		mem = (long)(b_heap_bytes() - heap0);
 	}
-	r.value = r.min = r.max = (double)mem / (double)n;
+	return (double)mem;
+}
+
+void b_once_row(const struct bench_impl *im, const char *wl, size_t n,
+		double v, const char *unit)
+{
+	struct bench_result r = {
+		.impl = im->name, .n = n, .threads = 1, .unit = unit,
+		.ratio_kind = R_NONE, .value = v, .min = v, .max = v,
+	};
+
+	snprintf(r.workload, sizeof(r.workload), "%s", wl);
 	b_record(&r);
 }
 
-enum lk_kind { LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64 };
+/* Bytes per entry; for conntab also the depth and the slots it reports. */
+static void memory(const struct bench_impl *im, void *t, size_t n,
+		   size_t heap0)
+{
+	struct conntab_stats st;
+
+	b_once_row(im, "memory", n, b_table_bytes(im, t, heap0) / (double)n,
+		 "B/entry");
+	if (!(im->flags & BI_CONNTAB))
+		return;
+	conntab_stats(t, &st);
+	b_once_row(im, "depth", n, (double)st.max_depth, "nodes");
+	b_once_row(im, "buckets", n, (double)st.buckets, "slots");
+}
+
+enum lk_kind {
+	LK_HIT, LK_DEP, LK_MISS, LK_COLD, LK_B16, LK_B64, LK_EST, LK_TW
+};
 
 static const struct {
 	enum b_workload w;
@@ -258,14 +240,72 @@ static const struct {
 	[LK_COLD] = { W_LOOKUP_COLD, "lookup-cold", R_DEP },
 	[LK_B16] = { W_BATCH, "batch16", R_INDEP },
 	[LK_B64] = { W_BATCH, "batch64", R_INDEP },
+	[LK_EST] = { W_LOOKUP, "lookup-est", R_DEP },
+	[LK_TW] = { W_LOOKUP, "lookup-tw", R_DEP },
 };
+
+/* Key arrays of the lookup workloads besides k->order. */
+struct lk_keys {
+	struct conntab_key *mix;	/* lookup-miss: half absent */
+	size_t want;			/* its present keys */
+	struct conntab_key *state[2];	/* --tw-share: est, tw keys */
+	size_t nstate[2];
+};
+
+/*
+ * --tw-share: is key i of n one of the ntw time-wait ones? Spread evenly
+ * (Bresenham), so that the states interleave in insert order and neither
+ * sits nearer the head of the chains that push at the head.
+ */
+static bool key_is_tw(size_t i, size_t n, size_t ntw)
+{
+	return (i + 1) * ntw / n != i * ntw / n;
+}
+
+static size_t tw_count(size_t n)
+{
+	return (size_t)(b_opts.tw_share * (double)n + 0.5);
+}
+
+/* Each time-wait key's object replaced by its own time-wait object. */
+static void make_timewait(struct bench_table *tb, const struct bench_keys *k)
+{
+	size_t n = k->n, ntw = tw_count(n), i, fail = 0;
+
+	for (i = 0; i < n; i++)
+		if (key_is_tw(i, n, ntw))
+			fail += tb->im->timewait(tb->t, b_obj(&tb->o, k, i),
+					tb->o.base + (n + k->slot[i]) * B_LINE)
+				!= 0;
+	if (fail)
+		b_failed("%s: %zu of %zu time-wait transitions failed",
+			 tb->im->name, fail, ntw);
+}
+
+/* The keys of the established (0) and the time-wait (1) entries. */
+static void state_keys(struct lk_keys *lk, const struct bench_keys *k)
+{
+	size_t n = k->n, ntw = tw_count(n), i, s;
+	uint64_t rng = b_opts.seed ^ 0x7715ull;
+
+	for (s = 0; s < 2; s++) {
+		lk->state[s] = b_alloc((s ? ntw : n - ntw) *
+				       sizeof(*lk->state[s]));
+		lk->nstate[s] = 0;
+	}
+	for (i = 0; i < n; i++) {
+		s = key_is_tw(i, n, ntw);
+		lk->state[s][lk->nstate[s]++] = k->keys[i];
+	}
+	for (s = 0; s < 2; s++)
+		b_shuffle_keys(lk->state[s], lk->nstate[s], &rng);
+}
 
 /* One repetition of one lookup workload on one table; ns/lookup. */
 static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
-			 const struct bench_keys *k,
-			 const struct conntab_key *mix, size_t want)
+			 const struct bench_keys *k, const struct lk_keys *lk)
 {
-	size_t n = k->n, m = lookups_per_rep(n), found = 0, exp = m;
+	size_t n = k->n, m = b_lookups_per_rep(n), found = 0, exp = m, bs;
 	const struct bench_impl *im = tb->im;
 	double ns = 0;
 
@@ -278,15 +318,21 @@ static double lookup_rep(enum lk_kind kind, struct bench_table *tb,
 		ns = run_lookup_dep(im, tb->t, k->order, n, m, &found);
 		break;
 	case LK_MISS:
-		ns = b_run_lookup(im, tb->t, mix, n, n, &found);
-		exp = want;
+		ns = b_run_lookup(im, tb->t, lk->mix, n, n, &found);
+		exp = lk->want;
+		break;
+	case LK_EST:
+	case LK_TW:
+		ns = b_run_lookup(im, tb->t, lk->state[kind == LK_TW],
+				  lk->nstate[kind == LK_TW], m, &found);
 		break;
 	case LK_B16:
 	case LK_B64:
-		ns = run_batch(im, tb->t, k->order, n, m,
-			       kind == LK_B16 ? 16 : 64, &found);
-		exp = m / (kind == LK_B16 ? 16 : 64) *
-		      (kind == LK_B16 ? 16 : 64);
+		bs = kind == LK_B16 ? 16 : 64;
+		/* Whole batches only: every one measures bs keys. */
+		exp = m / bs * bs;
+		ns = b_run_batch(im, tb->t, k->order, n / bs * bs, exp, bs,
+				 &found);
 		break;
 	}
 	b_check_found(im, lk_kinds[kind].name, found, exp);
@@ -303,30 +349,37 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 {
 	double v[B_MAX_IMPLS][B_MAX_REPS];
 	struct bench_table tb[B_MAX_IMPLS];
-	struct conntab_key *mix = NULL;
+	struct lk_keys lk = { 0 };
 	struct sweeper sw = { 0 };
-	size_t n = k->n, i, want = 0;
+	size_t n = k->n, i, ntw = tw_count(n);
 	unsigned int rep, kind;
 
 	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
 	      b_want(W_LOOKUP_MISS) || b_want(W_LOOKUP_COLD) ||
-	      b_want(W_BATCH) || b_want(W_MEMORY)))
+	      b_want(W_BATCH) || b_want(W_MEMORY) || b_want(W_ZIPF) ||
+	      b_want(W_TRAINS)))
 		return;
 	for (i = 0; i < ni; i++) {
 		size_t heap0;
 
 		b_progress("n=%zu %s: build", n, im[i]->name);
-		b_objs_init(&tb[i].o, im[i], n);
+		/* With time-wait entries: their objects are n..2n. */
+		b_objs_init(&tb[i].o, im[i], ntw ? 2 * n : n);
 		tb[i].im = im[i];
 		heap0 = b_heap_bytes();
 		tb[i].t = b_build(im[i], k, &tb[i].o, n);
 		if (b_want(W_MEMORY))
 			memory(im[i], tb[i].t, n, heap0);
+		if (ntw)
+			make_timewait(&tb[i], k);
 	}
 	if (b_want(W_LOOKUP_MISS))
-		mix = make_mix(k, &want);
+		lk.mix = make_mix(k, &lk.want);
+	if (ntw && ntw < n)
+		state_keys(&lk, k);
 	for (kind = 0; kind < sizeof(lk_kinds) / sizeof(lk_kinds[0]); kind++) {
-		if (!b_want(lk_kinds[kind].w))
+		if (!b_want(lk_kinds[kind].w) ||
+		    ((kind == LK_EST || kind == LK_TW) && !lk.state[0]))
 			continue;
 		if (kind == LK_COLD) {
 			sw.len = 2 * b_l3_bytes();
@@ -340,8 +393,7 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			b_progress("n=%zu %s %u/%u", n, lk_kinds[kind].name,
 				   rep + 1, b_opts.reps);
 			for (i = 0; i < ni; i++)
-				v[i][rep] = lookup_rep(kind, &tb[i], k, mix,
-						       want);
+				v[i][rep] = lookup_rep(kind, &tb[i], k, &lk);
 		}
 		if (kind == LK_COLD) {
 			sw.stop = 1;
@@ -352,7 +404,10 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			b_result(im[i], lk_kinds[kind].name, n, 1, v[i],
 				 "ns/op", lk_kinds[kind].ratio, false);
 	}
-	free(mix);
+	free(lk.mix);
+	free(lk.state[0]);
+	free(lk.state[1]);
+	b_run_traffic(tb, ni, k);
 	for (i = 0; i < ni; i++) {
 		im[i]->destroy(tb[i].t);
 		b_objs_free(&tb[i].o);
@@ -379,23 +434,18 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 			   b_opts.reps);
 		for (j = 0; j < ni; j++) {
 			memset(o[j].base, 0, n * B_LINE);
-			t = im[j]->create(im[j], n, k->secret);
-			if (!t) {
-				fprintf(stderr, "conntab-bench: %s: create "
-					"failed\n", im[j]->name);
-				exit(1);
-			}
+			t = b_create(im[j], n, k->secret);
 			fail = 0;
-			t0 = b_now_ns();
+			t0 = b_time_ns();
 			for (i = 0; i < n; i++)
 				fail += im[j]->insert(t, b_obj(&o[j], k, i),
 						      &k->keys[i]) != 0;
-			vi[j][rep] = (double)(b_now_ns() - t0) / (double)n;
-			t0 = b_now_ns();
+			vi[j][rep] = (double)(b_time_ns() - t0) / (double)n;
+			t0 = b_time_ns();
 			for (i = 0; i < n; i++)
 				fail += im[j]->remove(t,
 						b_obj(&o[j], k, i)) != 0;
-			vr[j][rep] = (double)(b_now_ns() - t0) / (double)n;
+			vr[j][rep] = (double)(b_time_ns() - t0) / (double)n;
 			b_check_found(im[j], "insert/remove", 2 * n - fail,
 				      2 * n);
 			im[j]->destroy(t);

@@ -214,11 +214,13 @@ ct_aes_low32(ct_aes_block b)
 
 #ifdef CT_HAVE_AES
 /*
- * The 32-bit AES hash of a valid key @k (see the top of this file). Only
- * callable from a CT_AES_TARGET function on a CPU with ct_aes_cpu().
+ * The last cipher block of a valid key @k's message (see the top of this
+ * file): the hash before truncation, for a table that keeps more than 32
+ * bits of it (the benchmark's ck_ht peer). Only callable from a
+ * CT_AES_TARGET function on a CPU with ct_aes_cpu().
  */
-static inline CT_AES_TARGET __attribute__((always_inline)) uint32_t
-ct_hash_aes(const struct ct_aes_key *ak, const struct conntab_key *k)
+static inline CT_AES_TARGET __attribute__((always_inline)) ct_aes_block
+ct_hash_aes_block(const struct ct_aes_key *ak, const struct conntab_key *k)
 {
 	const uint8_t *p = (const uint8_t *)k;
 	ct_aes_block b;
@@ -228,12 +230,18 @@ ct_hash_aes(const struct ct_aes_key *ak, const struct conntab_key *k)
 		__builtin_memcpy(&w0, p, 8);
 		b = ct_aes_make(w0, (uint64_t)k->laddr.v4.s_addr |
 				    (uint64_t)k->raddr.v4.s_addr << 32);
-		return ct_aes_low32(ct_aes_encrypt(ak, b));
+		return ct_aes_encrypt(ak, b);
 	}
 	b = ct_aes_encrypt(ak, ct_aes_load(p));
 	b = ct_aes_encrypt(ak, ct_aes_xor(b, ct_aes_load(p + 16)));
-	b = ct_aes_encrypt(ak, ct_aes_xor(b, ct_aes_load_half(p + 32)));
-	return ct_aes_low32(b);
+	return ct_aes_encrypt(ak, ct_aes_xor(b, ct_aes_load_half(p + 32)));
+}
+
+/* The 32-bit AES hash of a valid key @k; the same precondition. */
+static inline CT_AES_TARGET __attribute__((always_inline)) uint32_t
+ct_hash_aes(const struct ct_aes_key *ak, const struct conntab_key *k)
+{
+	return ct_aes_low32(ct_hash_aes_block(ak, k));
 }
 #endif
 

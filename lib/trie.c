@@ -34,14 +34,16 @@
  * Stride: S = 6 (a 64-bit bitmap, popcount of one word; a node with k
  * children is 16 + 8k bytes plus its head). A lookup is one dependent
  * cache miss per level, so the stride sets its cost. Measured with
- * bench/trie-vs-chained (CPU time, same keys and run, 1M random IPv4):
- * S = 4 (16-bit bitmap, 8-byte header; build with -DCT_TRIE_STRIDE=4)
- * has depth 10 and costs 2.25x a chained lookup, 19.2 bytes per entry;
- * S = 6 has depth 7 and costs 1.56x, 18.4 bytes per entry (14.8 at 4M,
- * where more nodes fill). The wider nodes are sparser near the leaves,
- * but there are fewer of them and fewer prefix heads. S = 8 would need a
- * 256-bit bitmap in front of the 1-3 children of a typical bottom node;
- * 6 is the widest whose bitmap is one word.
+ * conntab-bench --n 1M,4M --workload lookup,memory --impl chained,trie
+ * --clock cpu (one build with -DCT_TRIE_STRIDE=4, one without, same
+ * seed; 1M random IPv4): S = 4 (16-bit bitmap, 8-byte header) has depth
+ * 9 and costs 2.7x a chained lookup that hashes with SipHash (3.5x with
+ * AES), 19.2 bytes per entry; S = 6 has depth 7 and costs 1.8x (2.3x),
+ * 18.4 bytes per entry (14.8 at 4M, where more nodes fill). The wider
+ * nodes are sparser near the leaves, but there are fewer of them and
+ * fewer prefix heads. S = 8 would need a 256-bit bitmap in front of the
+ * 1-3 children of a typical bottom node; 6 is the widest whose bitmap is
+ * one word.
  *
  * Readers (RCU read lock held) load child words with ct_rcu_deref and never
  * write. Writers never change a published node's bitmap or pos: adding or

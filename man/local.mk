@@ -11,7 +11,8 @@
 # `make check` runs scripts/check-man.sh: every name of the API has a
 # page and every page a name, groff -ww and man --warnings are silent, and
 # each EXAMPLE, as man renders it, compiles with the project's warnings as
-# errors against the built library, runs, and prints its page's Output.
+# errors against the built library, runs, and prints its page's Output;
+# and conntab-bench(1) documents what the built program's --help lists.
 
 dist_man1_MANS = man/man1/conntab-bench.1
 dist_man7_MANS = man/man7/conntab.7
@@ -52,8 +53,9 @@ EXTRA_DIST += scripts/check-man.sh scripts/api-names.sh
 # Examples build as the installed library's users would, with the
 # project's warnings as errors (and the sanitizers of this build).
 check-local: check-man
-check-man: lib/libconntab.la
+check-man: lib/libconntab.la bench/conntab-bench$(EXEEXT)
 	$(AM_V_GEN)NM='$(NM)' CC='$(CC)' \
+	MAN_BENCH='bench/conntab-bench$(EXEEXT)' \
 	MAN_INSTALLED='$(dist_man1_MANS) $(dist_man3_MANS) $(dist_man7_MANS)' \
 	MAN_VERSION='$(PACKAGE_VERSION)' \
 	MAN_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) $(PTHREAD_CFLAGS) $(CFLAGS) $(SAN_CFLAGS) $(WARN_CFLAGS) -Werror' \

@@ -17,12 +17,16 @@
 #    would typeset as characters that do not compile when pasted;
 #  - the EXAMPLE's code, as `man` renders it, is plain ASCII, fits in
 #    80 columns, compiles without warnings against the built library,
-#    runs, and prints exactly the page's "Output" block when it has one.
+#    runs, and prints exactly the page's "Output" block when it has one;
+#  - conntab-bench(1) documents every option, workload and implementation
+#    that `conntab-bench --help` prints, and no other.
 #
 # usage: check-man.sh MANDIR LIBCONNTAB.so conntab.h
 # MAN_VERSION: the package version every page's .TH must name.
 # Examples are built with $CC $MAN_CFLAGS PROG.c $MAN_LIBS and run with
 # MAN_LIBDIR prepended to LD_LIBRARY_PATH; NM as for check-symbols.sh.
+# MAN_BENCH: the built conntab-bench (without it, its page is not checked
+# against its --help).
 set -euo pipefail
 
 mandir=${1:?usage: check-man.sh MANDIR LIB.so HEADER}
@@ -31,6 +35,7 @@ header=${3:?usage: check-man.sh MANDIR LIB.so HEADER}
 # Absolute: the checks run inside MANDIR, where .so requests resolve.
 lib=$(realpath -m "$lib")
 header=$(realpath "$header")
+bench=${MAN_BENCH:+$(realpath -m "$MAN_BENCH")}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -78,12 +83,21 @@ fi
 	sort -u >"$tmp/api"
 sed -n 's,^man3/\(.*\)\.3$,\1,p' "$tmp/pages" | sort >"$tmp/man3"
 
-for name in $(comm -23 "$tmp/api" "$tmp/man3"); do
-	fail "$name has no page man3/$name.3"
-done
-for name in $(comm -13 "$tmp/api" "$tmp/man3"); do
-	fail "man3/$name.3 documents no function of the library or header"
-done
+# Sorted lists $1 and $2 must be equal: a fail, message $3, for each word
+# of $1 missing in $2, and one, message $4, for each extra word of $2 (@
+# in a message stands for the word).
+same_words() {
+	local w
+	for w in $(comm -23 "$1" "$2"); do
+		fail "${3//@/$w}"
+	done
+	for w in $(comm -13 "$1" "$2"); do
+		fail "${4//@/$w}"
+	done
+}
+
+same_words "$tmp/api" "$tmp/man3" "@ has no page man3/@.3" \
+	"man3/@.3 documents no function of the library or header"
 
 # The names before " \- " on the NAME line of page $1.
 names_of() {
@@ -127,6 +141,72 @@ while read -r page; do
 		 grep -oE '^\.BR conntab[A-Za-z0-9_-]* \([1-8]\)' |
 		 sed 's/^\.BR //; s/ (\(.\))/ \1/' | sort -u)
 done <"$tmp/pages"
+
+# -- conntab-bench(1) against its --help -------------------------------------
+
+# The program's options, workloads and implementations change with the
+# benchmark; its page was once left describing an older set. Every one
+# that --help prints is in the page (an option in SYNOPSIS and as an
+# OPTIONS tag, a workload as a tag under Workloads, an implementation as
+# one under Implementations), and the page has none that --help does not.
+bench_page=man1/conntab-bench.1
+
+# The items --help lists for option $1 (--workload W[,W] a b c (default..)).
+help_list() {
+	awk -v opt="$1" '
+		$1 == opt { on = 1; $1 = ""; $2 = ""; print; next }
+		on && /^  --/ { exit }
+		on { print }' "$tmp/help" |
+		tr '\n' ' ' | sed 's/(.*//' | tr -s ' ' '\n' | sed '/^$/d' |
+		sort -u
+}
+
+# The tag lines of the .TP list under heading $1 (".SS Workloads").
+page_tags() {
+	sed 's/\\-/-/g' "$bench_page" | awk -v head="$1" '
+		/^\.S[HS] / { on = ($0 == head); next }
+		on && tp { print; tp = 0 }
+		on && $0 == ".TP" { tp = 1 }'
+}
+
+# The words of tag lines: macro and quoted separators (.BR a ", " b) out.
+tag_words() {
+	sed 's/^\.[A-Z]* *//; s/"[^"]*"//g' | tr -s ' ' '\n' | sed '/^$/d' |
+		sort -u
+}
+
+# $1 (what) listed by --help in file $3, documented in $2 as file $4.
+bench_compare() {
+	same_words "$3" "$4" "$bench_page: $1 @ (conntab-bench --help) not in $2" \
+		"$bench_page: $2 has $1 @, which conntab-bench --help has not"
+}
+
+if [ -z "$bench" ]; then
+	echo "check-man: MAN_BENCH not set: $bench_page not checked against --help"
+elif ! "$bench" --help >"$tmp/help" 2>&1; then
+	fail "$bench --help failed"
+else
+	# --help does not list itself.
+	{ sed -n 's/^  \(--[a-z0-9-]*\).*/\1/p' "$tmp/help"; echo --help; } |
+		sort -u >"$tmp/help-opts"
+	sed 's/\\-/-/g' "$bench_page" |
+		sed -n 's/^\.OP \(--[a-z0-9-]*\).*/\1/p' | sort -u >"$tmp/syn"
+	echo --help >>"$tmp/syn"
+	sort -u -o "$tmp/syn" "$tmp/syn"
+	page_tags .SH\ OPTIONS | grep -oE -- '--[a-z0-9-]+' | sort -u \
+		>"$tmp/opts"
+	bench_compare option SYNOPSIS "$tmp/help-opts" "$tmp/syn"
+	bench_compare option OPTIONS "$tmp/help-opts" "$tmp/opts"
+	help_list --workload >"$tmp/help-w"
+	page_tags .SS\ Workloads | tag_words >"$tmp/w"
+	bench_compare workload Workloads "$tmp/help-w" "$tmp/w"
+	help_list --impl >"$tmp/help-i"
+	page_tags .SS\ Implementations | tag_words >"$tmp/i"
+	bench_compare implementation Implementations "$tmp/help-i" "$tmp/i"
+	if [ ! -s "$tmp/help-w" ] || [ ! -s "$tmp/help-i" ]; then
+		fail "no workload or implementation list in conntab-bench --help"
+	fi
+fi
 
 if [ -z "$formatting" ]; then
 	exit "$status"

@@ -3,8 +3,10 @@
 #
 # From a fresh Debian 12 checkout to the main demo in one command (as root,
 # or with sudo): install the build packages, build out of tree in build/,
-# then run `make demo` (the 2007 netdev experiment: 1M connections, every
-# backend against its peers) when this tree has it, else examples/minimal.
+# run `make demo` (the 2007 netdev experiment: 1M connections, uniform
+# random keys, every backend against its peers), then the same tables on
+# real traffic: one line per backend for flows of Zipf(1.0) popularity,
+# looked up one at a time and in batches of 16, alone and in trains.
 #
 # DEMO_SKIP_APT=1 skips the package step (packages already installed).
 set -euo pipefail
@@ -40,10 +42,41 @@ cd "$build"
 "$src/configure" -q
 make -j"$jobs"
 
-if grep -qE '^([^#=]*[[:space:]])?demo[[:space:]]*:([^=]|$)' Makefile; then
-	step "make demo"
-	make demo
-else
-	step "examples/minimal (this tree has no 'make demo' yet)"
-	./examples/minimal
-fi
+step "make demo"
+make demo
+
+step "real traffic: 1M connections, Zipf(1.0) flows, one thread"
+# One line per backend: ns per lookup one at a time and in batches of 16,
+# on zipf and trains, and zipf one at a time against the faster of the
+# peers lfht and ck_ht (below 1: faster).
+bench/conntab-bench --n 1M --workload floor,zipf,trains --zipf 1.0 \
+	--threads 1 | awk -F '\t' '
+$1 == "floor" && $2 == "dependent" { floor = $5 }
+$1 ~ /^(zipf|trains)-s1.00(-b16)?$/ && $4 == 1 {
+	v[$1, $2] = $5
+	if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 }
+}
+END {
+	z = "zipf-s1.00"; t = "trains-s1.00"
+	peer = v[z, "lfht"]
+	if ((z, "ck_ht") in v && v[z, "ck_ht"] + 0 < peer + 0)
+		peer = v[z, "ck_ht"]
+	printf "%-10s %10s %10s %10s %10s %10s\n", "ns/lookup", "zipf",
+	       "batch16", "trains", "batch16", "zipf/peer"
+	for (i = 1; i <= n; i++) {
+		b = order[i]
+		if (b ~ /^(lfht|lfht-jhash|ck_ht|plain)$/)
+			continue
+		printf "%-10s %10.1f %10.1f %10.1f %10.1f %10.2f\n", b,
+		       v[z, b], v[z "-b16", b], v[t, b], v[t "-b16", b],
+		       v[z, b] / peer
+	}
+	np = split("lfht lfht-jhash ck_ht plain", peers, " ")
+	line = ""
+	for (i = 1; i <= np; i++)
+		if ((z, peers[i]) in v)
+			line = line sprintf("%s%s %s", line == "" ? "" : ", ",
+					    peers[i], v[z, peers[i]])
+	printf "peers, zipf one at a time: %s ns; DRAM floor %s ns per " \
+	       "dependent load\n", line, floor
+}'
