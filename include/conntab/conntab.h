@@ -130,13 +130,16 @@ struct conntab_stats {
 
 /**
  * The online resizes of a table, broken down; filled by
- * conntab_resize_stats(). Backends that do not resize (chained, split,
- * trie) report zeros.
+ * conntab_resize_stats(). Backends that do not resize (chained, split)
+ * report zeros.
  */
 struct conntab_resize_stats {
-	size_t splits;		/**< completed splits (exthash: segments split in two) */
-	size_t merges;		/**< completed merges (exthash: buddy segments joined) */
-	size_t dir_slots;	/**< directory size in slots now (0 without a directory) */
+	size_t splits;		/**< completed splits (exthash: segments split in two;
+				     trie: dense nodes made twice as wide) */
+	size_t merges;		/**< completed merges (exthash: buddy segments joined;
+				     trie: dense nodes halved) */
+	size_t dir_slots;	/**< directory size in slots now (0 without a directory;
+				     trie: slots of a dense root node) */
 	size_t dir_resizes;	/**< completed directory doublings and halvings */
 	size_t in_progress;	/**< splits started and not yet finished */
 };
