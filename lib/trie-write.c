@@ -125,6 +125,20 @@ void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa)
 	for (;;) {
 		pa->at[pa->n] = cur;
 		p = ct_w_load(cur.slot);
+		if (!p && cur.in && ct_t_isk(cur.in)) {
+			/*
+			 * The entry was live when looked up and is a
+			 * tombstone now: a miss in the sparse node, which
+			 * only ct_t_k_add() may fill (it keeps the live
+			 * count, and the class, right).
+			 */
+			x = cur.in;
+			pa->kmiss = true;
+			pa->ki = (int)cur.idx;
+			pa->v = ct_bits(s, x->pos, x->w);
+			pa->end = 0;
+			return;
+		}
 		if (!p || ct_w_leaf(p) || pa->n == CT_T_DEPTH) {
 			pa->end = ct_w_leaf(p) ? p : 0;
 			return;
