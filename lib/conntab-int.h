@@ -68,6 +68,11 @@ struct conntab_ops {
 	 * node.
 	 */
 	void (*prefetch)(struct conntab *t, uint32_t hash);
+	/*
+	 * Optional, for a backend that does not hash: the same, from the
+	 * key itself.
+	 */
+	void (*prefetch_key)(struct conntab *t, const struct conntab_key *k);
 	struct conntab_node *(*lookup)(struct conntab *t,
 				       const struct conntab_key *k);
 	size_t (*lookup_batch)(struct conntab *t, const struct conntab_key *keys,
