@@ -407,7 +407,7 @@ int main(int argc, char **argv)
 		abort();
 	for (i = 0; i < maxn; i++) {
 		key_of(&keys[i], i);
-		hashes[i] = ct_hash_key(&lsecret, &keys[i]);
+		hashes[i] = ct_hash_sip(&lsecret, &keys[i]);
 	}
 	rcu_register_thread();
 	grow(n, nr, 0);

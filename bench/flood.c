@@ -83,7 +83,7 @@ static void attack_keys(struct conntab_key *out, size_t na, unsigned int bits,
 
 		conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(443),
 			       (uint32_t)r, (uint16_t)(r >> 32));
-		if (!(ct_hash_key(&sec, &k) & mask))
+		if (!(ct_hash_sip(&sec, &k) & mask))
 			out[n++] = k;
 	}
 }

@@ -93,7 +93,7 @@ static int lf_insert(void *tp, void *obj, const struct conntab_key *k)
 	o->state = CONNTAB_ESTABLISHED;
 	cds_lfht_node_init(&o->node);
 	rcu_read_lock();
-	got = cds_lfht_add_unique(t->ht, ct_hash_key(&t->sec, k), lf_match,
+	got = cds_lfht_add_unique(t->ht, ct_hash_sip(&t->sec, k), lf_match,
 				  &o->key, &o->node);
 	rcu_read_unlock();
 	return got == &o->node ? 0 : -EEXIST;
@@ -105,7 +105,7 @@ static void *lf_lookup(void *tp, const struct conntab_key *k)
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
 
-	cds_lfht_lookup(t->ht, ct_hash_key(&t->sec, k), lf_match, k, &it);
+	cds_lfht_lookup(t->ht, ct_hash_sip(&t->sec, k), lf_match, k, &it);
 	n = cds_lfht_iter_get_node(&it);
 	return n ? lf_obj(n) : NULL;
 }
@@ -143,7 +143,7 @@ static int lf_remove(void *tp, void *obj)
 static struct lf_obj *lf_swap(struct lf_table *t, struct lf_obj *old,
 			      struct lf_obj *nw)
 {
-	unsigned long h = ct_hash_key(&t->sec, &nw->key);
+	unsigned long h = ct_hash_sip(&t->sec, &nw->key);
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
 

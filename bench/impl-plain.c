@@ -72,7 +72,7 @@ static int pl_insert(void *tp, void *obj, const struct conntab_key *k)
 {
 	struct pl_table *t = tp;
 	struct pl_obj *o = obj, **head;
-	uint32_t h = ct_hash_key(&t->sec, k);
+	uint32_t h = ct_hash_sip(&t->sec, k);
 
 	if (*pl_find(t, h, k))
 		return -EEXIST;
@@ -89,7 +89,7 @@ static void *pl_lookup(void *tp, const struct conntab_key *k)
 {
 	struct pl_table *t = tp;
 
-	return *pl_find(t, ct_hash_key(&t->sec, k), k);
+	return *pl_find(t, ct_hash_sip(&t->sec, k), k);
 }
 
 /* No prefetching: one lookup after another, as in 2007. */
@@ -142,7 +142,7 @@ static int pl_recycle(void *tp, void *nw, const struct conntab_key *k,
 {
 	struct pl_table *t = tp;
 	struct pl_obj *n = nw, **pp, *o;
-	uint32_t h = ct_hash_key(&t->sec, k);
+	uint32_t h = ct_hash_sip(&t->sec, k);
 
 	*old = NULL;
 	pp = pl_find(t, h, k);

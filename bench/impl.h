@@ -81,7 +81,7 @@ static inline struct ct_secret b_secret(const uint8_t *bytes)
 }
 
 /*
- * The same SipHash-1-3 over the same words as ct_hash_key(), without the
+ * The same SipHash-1-3 over the same words as ct_hash_sip(), without the
  * fold to 32 bits: ck_ht keeps and compares a 64-bit hash.
  */
 static inline uint64_t b_hash64(const struct ct_secret *sec,

@@ -6,18 +6,24 @@
  * threads, keyed by its 4-tuple (getsockname/getpeername). Each thread
  * runs its own epoll loop on its own SO_REUSEPORT listener. A closed
  * connection leaves a small TIME_WAIT entry behind, which a reaper thread
- * removes once --time-wait has passed. Three endpoints:
+ * removes once --time-wait has passed, scanning a slice of the table at a
+ * time (conntab_scan()). At --max-conns a new connection evicts one
+ * (conntab_insert_evict()): a TIME_WAIT entry first, else the established
+ * connection idle the longest, which its own loop then closes. Three
+ * endpoints:
  *
  *   GET /       a line naming the connection's own key
  *   GET /conns  the tracked connections as JSON (4-tuple, state, age, bytes)
  *   GET /stats  the table's stats and the server's counters as JSON
  *
  *   tcp-conntrack --port N [--backend NAME] [--threads N] [--bind ADDR]
- *                 [--time-wait MS] [--max-conns N]
+ *                 [--time-wait MS] [--max-conns N] [--scan-budget N]
  *   tcp-conntrack --list-backends
  *
- * --port 0 picks a free port; the first line on stdout names it. SIGINT
- * or SIGTERM stops the server, which then prints its totals.
+ * Defaults: --time-wait 60000, no --max-conns, --scan-budget 1024 entries
+ * per reaper call. --port 0 picks a free port; the first line on stdout
+ * names it. SIGINT or SIGTERM stops the server, which then prints its
+ * totals.
  *
  * Build against an installed library:
  *   cc tcp-conntrack.c $(pkg-config --cflags --libs conntab liburcu) \
@@ -45,6 +51,18 @@
 #include <unistd.h>
 
 #define MS		((uint64_t)1000000)	/* a millisecond in ns */
+/* Eviction ranks: any TIME_WAIT entry before any established one. */
+#define RANK_TIMEWAIT	(1L << 62)
+
+struct loop;
+
+/*
+ * Who may close a connection: the first to move its fate off CONN_OPEN,
+ * with a compare-and-swap. Its own loop moves it to CONN_CLOSING when the
+ * peer is done; a thread whose insert_evict unlinked its node moves it to
+ * CONN_EVICTED and hands it to the loop (struct loop).
+ */
+enum { CONN_OPEN, CONN_CLOSING, CONN_EVICTED };
 
 /*
  * A node's state tells which object holds it: an ESTABLISHED node is in
@@ -52,14 +70,26 @@
  * swaps a tw in (conntab_timewait) rather than flipping its own state, so
  * the 4 KiB buffer and the descriptor go at once and only ~110 bytes stay
  * for the time-wait period. (udp-flowd shows the in-place flip.)
+ *
+ * A conn belongs to the loop that accepted it: only that loop touches its
+ * descriptor and buffers, and only that loop frees it (call_rcu). Other
+ * threads reach it through the table, under the RCU read lock: /conns
+ * walks and eviction ranks read its counters, an evictor its fate.
  */
 struct conn {
 	struct conntab_node node;
 	struct rcu_head rcu;
+	struct loop *loop;	/* the owner, fixed before the insert */
+	struct conn *next_evicted;	/* on loop->evicted */
+	int fate;		/* CONN_*: compare-and-swap */
 	uint64_t born_ns;
-	/* Written by the owning loop, read by any /conns walk: atomics. */
-	uint64_t bytes_in, bytes_out;
+	/*
+	 * Written by the owning loop; read by /conns walks (bytes) and by
+	 * eviction ranks (last_ns, the last read or write): atomics.
+	 */
+	uint64_t bytes_in, bytes_out, last_ns;
 	/* The owning loop's only. */
+	struct tw *tw;		/* its TIME_WAIT entry, made at accept */
 	int fd;
 	int close_after;	/* Connection: close, or an error answered */
 	char *out;		/* responses not yet written */
@@ -74,9 +104,27 @@ struct tw {
 	uint64_t bytes_in, bytes_out;
 };
 
-/* Server counters, bumped by every thread (relaxed: only ever summed). */
+/*
+ * An epoll loop. Its connections are its own; a thread that evicts one
+ * hands it over on the loop's stack (any thread pushes, the loop takes the
+ * whole stack at once, so no ABA) and rings the loop's eventfd.
+ */
+struct loop {
+	pthread_t tid;
+	int lfd;		/* this loop's SO_REUSEPORT listener */
+	int wake_fd;		/* eventfd: connections were evicted */
+	struct conn *evicted;	/* stack of them, linked by next_evicted */
+};
+
+/*
+ * Server counters, bumped by every thread (relaxed: only ever summed).
+ * Every accepted connection's node leaves the table once: closed (its
+ * loop swapped its tw in), evicted, or still there at exit; so does every
+ * tw: expired, recycled, evicted, or still there at exit.
+ */
 static struct {
 	uint64_t accepted, requests, closed, expired, recycled, refused;
+	uint64_t evicted, evicted_est;	/* all victims; of which conns */
 } cnt;
 #define COUNT(f, n)	__atomic_add_fetch(&cnt.f, (n), __ATOMIC_RELAXED)
 #define COUNTER(f)	__atomic_load_n(&cnt.f, __ATOMIC_RELAXED)
@@ -88,10 +136,12 @@ static struct {
 	enum conntab_backend backend;
 	uint64_t tw_ns;
 	size_t max_conns;
-} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED, 60000 * MS, 0 };
+	size_t scan_budget;	/* entries per conntab_scan() call */
+} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED, 60000 * MS, 0, 1024 };
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
+static int failed;		/* the reaper could not scan: exit 1 */
 static char listen_tag;		/* epoll data of the listener */
 
 static uint64_t now_ns(void)
@@ -112,8 +162,106 @@ static void tw_free(struct rcu_head *head)
 	free(caa_container_of(head, struct tw, rcu));
 }
 
-/* Register an accepted socket; closes it if the table refuses. */
-static void conn_open(int ep, int fd)
+/* Nanoseconds from @since to @now, 0 if another thread's clock was ahead. */
+static long age(uint64_t now, uint64_t since)
+{
+	uint64_t d = now > since ? now - since : 0;
+
+	return d < (uint64_t)RANK_TIMEWAIT ? (long)d : RANK_TIMEWAIT - 1;
+}
+
+/* Traffic on @c: what makes it less idle for eviction. */
+static void conn_touch(struct conn *c)
+{
+	__atomic_store_n(&c->last_ns, now_ns(), __ATOMIC_RELAXED);
+}
+
+/*
+ * conntab_insert_evict()'s rank, under the table's writer lock (short, no
+ * blocking, no conntab calls). A TIME_WAIT entry is only the memory of a
+ * closed connection: it goes first, the longest closed first. Then the
+ * established connection idle the longest.
+ */
+static long conn_rank(struct conntab_node *n, void *arg)
+{
+	uint64_t now = *(const uint64_t *)arg;
+	struct conn *c;
+
+	/* A tw's closed_ns is written before it is published, never after. */
+	if (conntab_node_state(n) == CONNTAB_TIMEWAIT)
+		return RANK_TIMEWAIT +
+		       age(now, conntab_entry(n, struct tw, node)->closed_ns);
+	c = conntab_entry(n, struct conn, node);
+	return age(now, __atomic_load_n(&c->last_ns, __ATOMIC_RELAXED));
+}
+
+/* The last of a connection, in its own loop: @c is gone after this. */
+static void conn_drop(struct conn *c)
+{
+	close(c->fd);
+	free(c->out);	/* the owner's alone: walkers never read it */
+	free(c->tw);	/* NULL once in the table */
+	/* A /conns walk in another thread may still be reading @c. */
+	call_rcu(&c->rcu, conn_free);
+}
+
+/*
+ * An eviction's victim, unlinked by our insert_evict; the caller holds
+ * the RCU read lock since before that call.
+ *
+ * A tw belongs to the table alone: we unlinked it, we free it.
+ *
+ * A conn belongs to its loop: we must not close its descriptor (the loop
+ * may be using it, and a closed number is soon another accept's) nor free
+ * it. We claim it (OPEN -> EVICTED) and push it on the loop's stack; the
+ * loop closes and frees it when it pops it, never before, so the push is
+ * safe. Should the loop have claimed it first (CLOSING: its peer is gone
+ * and its timewait found the node unlinked), the loop frees it through
+ * call_rcu(), after our read lock: our failed claim is safe too.
+ */
+static void conn_evicted(struct conntab_node *n)
+{
+	int open = CONN_OPEN;
+	struct conn *c;
+	struct loop *l;
+
+	COUNT(evicted, 1);
+	if (conntab_node_state(n) == CONNTAB_TIMEWAIT) {
+		call_rcu(&conntab_entry(n, struct tw, node)->rcu, tw_free);
+		return;
+	}
+	COUNT(evicted_est, 1);
+	c = conntab_entry(n, struct conn, node);
+	if (!__atomic_compare_exchange_n(&c->fate, &open, CONN_EVICTED, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	l = c->loop;
+	/* Release: the loop's acquiring pop sees next_evicted. */
+	c->next_evicted = __atomic_load_n(&l->evicted, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&l->evicted, &c->next_evicted, c,
+					    true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	/* After the push: a loop that reads the eventfd then finds it. */
+	eventfd_write(l->wake_fd, 1);
+}
+
+/* Close the connections other threads evicted from loop @l. */
+static void loop_drain(struct loop *l)
+{
+	struct conn *c, *next;
+
+	if (!__atomic_load_n(&l->evicted, __ATOMIC_RELAXED))
+		return;
+	c = __atomic_exchange_n(&l->evicted, NULL, __ATOMIC_ACQUIRE);
+	for (; c; c = next) {
+		next = c->next_evicted;
+		conn_drop(c);
+	}
+}
+
+/* Register a socket loop @l accepted; closes it if the table refuses. */
+static void conn_open(struct loop *l, int ep, int fd)
 {
 	struct sockaddr_storage local, remote;
 	socklen_t llen = sizeof(local), rlen = sizeof(remote);
@@ -121,6 +269,8 @@ static void conn_open(int ep, int fd)
 	struct conntab_node *old;
 	struct conntab_key key;
 	struct conn *c = NULL;
+	uint64_t now = now_ns();
+	int err;
 
 	if (getsockname(fd, (struct sockaddr *)&local, &llen) ||
 	    getpeername(fd, (struct sockaddr *)&remote, &rlen) ||
@@ -129,59 +279,83 @@ static void conn_open(int ep, int fd)
 				      (struct sockaddr *)&remote))
 		goto refuse;
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	/* Its TIME_WAIT entry now, so that closing never needs memory. */
+	if (!c || !(c->tw = calloc(1, sizeof(*c->tw))))
 		goto refuse;
 	conntab_node_init(&c->node);
+	conntab_node_init(&c->tw->node);
+	c->loop = l;
 	c->fd = fd;
-	c->born_ns = now_ns();
+	c->born_ns = c->last_ns = now;
+	/*
+	 * A victim we evict may be one its loop is closing and freeing:
+	 * read-lock from before the insert that unlinks it until
+	 * conn_evicted() is done with it.
+	 */
+	rcu_read_lock();
 	/*
 	 * A new connection may reuse the 4-tuple of one still in TIME_WAIT
 	 * (the peer reused its port): recycle swaps it out in one step and
 	 * hands it to us to free. Should the reaper's conntab_remove() of
 	 * that entry race with us, exactly one of the two succeeds.
-	 *
-	 * -ENOSPC: --max-conns reached. -EEXIST: the tuple's previous
-	 * connection is closed in the kernel, but the loop that owns it has
-	 * not seen that yet; the client will retry.
 	 */
-	if (conntab_insert_recycle(table, &c->node, &key, &old))
-		goto refuse;
-	if (old) {
+	err = conntab_insert_recycle(table, &c->node, &key, &old);
+	if (!err && old) {
 		call_rcu(&conntab_entry(old, struct tw, node)->rcu, tw_free);
 		COUNT(recycled, 1);
 	}
+	/*
+	 * At --max-conns: evict for it. insert_evict does not recycle, so
+	 * it comes second, for a tuple that was absent (the kernel holds our
+	 * socket's tuple: nobody can insert it meanwhile).
+	 */
+	if (err == -ENOSPC) {
+		err = conntab_insert_evict(table, &c->node, &key, conn_rank,
+					   &now, &old);
+		if (!err && old)
+			conn_evicted(old);
+	}
+	rcu_read_unlock();
+	/*
+	 * -ENOSPC: the sample offered no entry (insert_evict skips the
+	 * locks it finds busy). -EEXIST: the tuple's previous connection is
+	 * closed in the kernel, but the loop that owns it has not seen that
+	 * yet; the client will retry.
+	 */
+	if (err)
+		goto refuse;
 	COUNT(accepted, 1);
+	/* Evicted already? Its loop (we) closes it after this batch. */
 	ev.data.ptr = c;
 	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 	return;
 refuse:
 	COUNT(refused, 1);
+	if (c)
+		free(c->tw);
 	free(c);	/* never published */
 	close(fd);
 }
 
-/* Leave a TIME_WAIT entry, drop the connection; @c is gone after this. */
+/* The peer is done: leave a TIME_WAIT entry, drop the connection. */
 static void conn_close(struct conn *c)
 {
-	struct tw *tw = calloc(1, sizeof(*tw));
+	int open = CONN_OPEN;
 
-	if (tw) {
-		conntab_node_init(&tw->node);
-		tw->born_ns = c->born_ns;
-		tw->closed_ns = now_ns();
-		tw->bytes_in = c->bytes_in;
-		tw->bytes_out = c->bytes_out;
+	/* Evicted meanwhile: loop_drain() closes it. */
+	if (!__atomic_compare_exchange_n(&c->fate, &open, CONN_CLOSING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	c->tw->born_ns = c->born_ns;
+	c->tw->closed_ns = now_ns();
+	c->tw->bytes_in = c->bytes_in;
+	c->tw->bytes_out = c->bytes_out;
+	/* -ENOENT: an evictor unlinked it (and counted it) just now. */
+	if (!conntab_timewait(table, &c->node, &c->tw->node)) {
+		c->tw = NULL;	/* the table's now */
+		COUNT(closed, 1);
 	}
-	/* Without memory for a tw, forget the connection outright. */
-	if (!tw || conntab_timewait(table, &c->node, &tw->node)) {
-		free(tw);
-		conntab_remove(table, &c->node);
-	}
-	COUNT(closed, 1);
-	close(c->fd);
-	free(c->out);	/* the owner's alone: walkers never read it */
-	/* A /conns walk in another thread may still be reading @c. */
-	call_rcu(&c->rcu, conn_free);
+	conn_drop(c);
 }
 
 /* "127.0.0.1:80" or "[::1]:80" */
@@ -239,17 +413,19 @@ static void stats_json(FILE *f)
 	struct conntab_stats st;
 
 	conntab_stats(table, &st);
-	fprintf(f, "{\"backend\": \"%s\", \"entries\": %zu, "
-		"\"established\": %zu, \"timewait\": %zu, \"buckets\": %zu, "
-		"\"memory\": %zu, \"max_depth\": %zu, \"resizes\": %zu,\n "
-		"\"accepted\": %" PRIu64 ", \"requests\": %" PRIu64 ", "
-		"\"closed\": %" PRIu64 ", \"expired\": %" PRIu64 ", "
-		"\"recycled\": %" PRIu64 ", \"refused\": %" PRIu64 "}\n",
-		conntab_backend_name(opt.backend), st.entries,
+	fprintf(f, "{\"backend\": \"%s\", \"max_conns\": %zu, "
+		"\"entries\": %zu, \"established\": %zu, \"timewait\": %zu, "
+		"\"buckets\": %zu, \"memory\": %zu, \"max_depth\": %zu, "
+		"\"resizes\": %zu,\n \"accepted\": %" PRIu64 ", "
+		"\"requests\": %" PRIu64 ", \"closed\": %" PRIu64 ", "
+		"\"expired\": %" PRIu64 ", \"recycled\": %" PRIu64 ", "
+		"\"refused\": %" PRIu64 ", \"evicted\": %" PRIu64 ", "
+		"\"evicted_established\": %" PRIu64 "}\n",
+		conntab_backend_name(opt.backend), opt.max_conns, st.entries,
 		st.entries - st.timewait, st.timewait, st.buckets, st.memory,
 		st.max_depth, st.resizes, COUNTER(accepted), COUNTER(requests),
 		COUNTER(closed), COUNTER(expired), COUNTER(recycled),
-		COUNTER(refused));
+		COUNTER(refused), COUNTER(evicted), COUNTER(evicted_est));
 }
 
 /* Queue one response on @c. */
@@ -338,6 +514,7 @@ static int flush(struct conn *c)
 			return errno != EAGAIN;	/* EPOLLOUT calls again */
 		c->out_off += (size_t)n;
 		__atomic_add_fetch(&c->bytes_out, n, __ATOMIC_RELAXED);
+		conn_touch(c);
 	}
 	free(c->out);
 	c->out = NULL;
@@ -364,6 +541,7 @@ static int conn_input(struct conn *c)
 		if (n <= 0)
 			return 1;
 		__atomic_add_fetch(&c->bytes_in, n, __ATOMIC_RELAXED);
+		conn_touch(c);
 		c->in_len += (size_t)n;
 		while (!c->close_after &&
 		       (end = memmem(c->in, c->in_len, "\r\n\r\n", 4))) {
@@ -384,11 +562,6 @@ static int conn_input(struct conn *c)
 	}
 }
 
-struct loop {
-	pthread_t tid;
-	int lfd;		/* this loop's SO_REUSEPORT listener */
-};
-
 static void *loop_run(void *arg)
 {
 	struct epoll_event ev[64], e = { .events = EPOLLIN };
@@ -400,9 +573,14 @@ static void *loop_run(void *arg)
 		return NULL;
 	e.data.ptr = &listen_tag;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l->lfd, &e);
+	e.data.ptr = &l->wake_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, l->wake_fd, &e);
 	e.data.ptr = NULL;	/* stop_fd */
 	epoll_ctl(ep, EPOLL_CTL_ADD, stop_fd, &e);
-	/* Registered: /conns walks read other threads' connections. */
+	/*
+	 * Registered: /conns walks read other threads' connections, and
+	 * evictions (conn_open) hold the read lock.
+	 */
 	rcu_register_thread();
 	for (;;) {
 		n = epoll_wait(ep, ev, 64, -1);
@@ -415,50 +593,99 @@ static void *loop_run(void *arg)
 				while ((fd = accept4(l->lfd, NULL, NULL,
 						     SOCK_NONBLOCK |
 						     SOCK_CLOEXEC)) >= 0)
-					conn_open(ep, fd);
+					conn_open(l, ep, fd);
 				continue;
 			}
+			if (c == (void *)&l->wake_fd) {
+				eventfd_read(l->wake_fd, &(eventfd_t){ 0 });
+				continue;	/* loop_drain() below */
+			}
+			/* Evicted: left as it is for loop_drain(). */
+			if (__atomic_load_n(&c->fate, __ATOMIC_RELAXED) !=
+			    CONN_OPEN)
+				continue;
 			if ((ev[i].events & (EPOLLERR | EPOLLHUP)) ||
 			    ((ev[i].events & EPOLLIN) ? conn_input(c) :
 			     flush(c)))
 				conn_close(c);
 		}
+		/*
+		 * Only between batches: an evicted conn may still have an
+		 * event in this one, which must not meet a closed conn.
+		 */
+		loop_drain(l);
 	}
 out:
-	/* Connections still open stay in the table for destroy. */
+	/*
+	 * Connections still open stay in the table for destroy; evicted
+	 * ones pushed on us from now on are main's to close.
+	 */
 	rcu_unregister_thread();
 	close(ep);
 	return NULL;
 }
 
-/* conntab_walk_state callback of the reaper: TIME_WAIT entries only. */
+/*
+ * Scan callback of the reaper: expire TIME_WAIT entries, pass the others.
+ *
+ * Why a scan (conntab_scan()) and not a walk of the TIME_WAIT entries
+ * (conntab_walk_state()): a walk is one read-side section over the whole
+ * table, and while it lasts no grace period ends, so no call_rcu() free
+ * runs: not the 4 KiB conns closed meanwhile, nor the victims of
+ * evictions, which come fastest exactly when the table is full. A scan
+ * call holds the read lock for --scan-budget entries at most. The price:
+ * CONNTAB_SPLIT keeps TIME_WAIT chains apart, so its walk_state would not
+ * visit established entries at all; the scan visits them, one state load
+ * each, on the line it reads anyway.
+ */
 static int expire_one(struct conntab_node *n, void *arg)
 {
 	struct tw *tw = conntab_entry(n, struct tw, node);
 	uint64_t now = *(uint64_t *)arg;
 
-	/* -ENOENT: a new connection recycled it, and frees it. */
-	if (now - tw->closed_ns >= opt.tw_ns && !conntab_remove(table, n)) {
+	if (conntab_node_state(n) != CONNTAB_TIMEWAIT)
+		return 0;
+	/*
+	 * age(): a loop may have closed it after our clock was read. Then
+	 * -ENOENT: a new connection recycled or evicted it, and frees it.
+	 */
+	if ((uint64_t)age(now, tw->closed_ns) >= opt.tw_ns &&
+	    !conntab_remove(table, n)) {
 		call_rcu(&tw->rcu, tw_free);
 		COUNT(expired, 1);
 	}
 	return 0;
 }
 
+/*
+ * A pass is conntab_scan() calls a millisecond apart, each in a read-side
+ * section of its own, the cursor carried across them; the next pass
+ * starts a quarter of --time-wait (10 ms to 1 s) after one ends.
+ */
 static void *reaper_run(void *arg)
 {
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
-	int ms = (int)(opt.tw_ns / 4 / MS);
+	int ms = (int)(opt.tw_ns / 4 / MS), wait = 0, ret;
+	struct conntab_cursor cur = { { 0 } };
 	uint64_t now;
 
 	ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
 	rcu_register_thread();
-	while (poll(&pfd, 1, ms) <= 0) {
+	while (poll(&pfd, 1, wait) <= 0) {
 		now = now_ns();
-		/* Backends that keep TIME_WAIT apart skip the live ones. */
 		rcu_read_lock();
-		conntab_walk_state(table, CONNTAB_TIMEWAIT, expire_one, &now);
+		ret = conntab_scan(table, &cur, opt.scan_budget, expire_one,
+				   &now);
 		rcu_read_unlock();
+		if (ret < 0) {
+			/* No expiry, no server: stop with an error. */
+			fprintf(stderr, "tcp-conntrack: conntab_scan: %s\n",
+				strerror(-ret));
+			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+			kill(getpid(), SIGTERM);
+			break;
+		}
+		wait = ret ? ms : 1;
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -474,6 +701,7 @@ static void release(struct conntab_node *n)
 
 		close(c->fd);
 		free(c->out);
+		free(c->tw);
 		free(c);
 		left_open++;
 	} else {
@@ -521,7 +749,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: tcp-conntrack --port N [--backend NAME] "
 		"[--threads N] [--bind ADDR]\n"
-		"                     [--time-wait MS] [--max-conns N]\n"
+		"                     [--time-wait MS] [--max-conns N] "
+		"[--scan-budget N]\n"
 		"       tcp-conntrack --list-backends\n");
 	exit(2);
 }
@@ -535,6 +764,7 @@ static void parse_options(int argc, char **argv)
 		{ "bind", required_argument, NULL, 'a' },
 		{ "time-wait", required_argument, NULL, 'w' },
 		{ "max-conns", required_argument, NULL, 'm' },
+		{ "scan-budget", required_argument, NULL, 's' },
 		{ "list-backends", no_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -547,6 +777,7 @@ static void parse_options(int argc, char **argv)
 		case 'a': opt.bind = optarg; break;
 		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
 		case 'm': opt.max_conns = strtoull(optarg, NULL, 10); break;
+		case 's': opt.scan_budget = strtoull(optarg, NULL, 10); break;
 		case 'b':
 			b = conntab_backend_from_name(optarg);
 			if (b < 0 || !conntab_backend_available(b)) {
@@ -569,7 +800,8 @@ static void parse_options(int argc, char **argv)
 		}
 	}
 	if (optind < argc || opt.port < 0 || opt.port > 65535 ||
-	    opt.threads < 1 || opt.threads > 256 || !opt.tw_ns)
+	    opt.threads < 1 || opt.threads > 256 || !opt.tw_ns ||
+	    !opt.scan_budget)
 		usage();
 }
 
@@ -615,7 +847,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < opt.threads; i++) {
-		if (open_listener(&l[i], &addr)) {
+		l[i].wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (l[i].wake_fd < 0 || open_listener(&l[i], &addr)) {
 			perror("tcp-conntrack: listen");
 			return 1;
 		}
@@ -642,6 +875,11 @@ int main(int argc, char **argv)
 		close(l[i].lfd);
 	}
 	pthread_join(reaper, NULL);
+	/* No evictor runs any more: close what the loops left evicted. */
+	for (i = 0; i < opt.threads; i++) {
+		loop_drain(&l[i]);
+		close(l[i].wake_fd);
+	}
 
 	/* No thread uses the table now; then let pending call_rcu run. */
 	conntab_destroy(table, release);
@@ -649,11 +887,13 @@ int main(int argc, char **argv)
 	rcu_unregister_thread();
 	printf("tcp-conntrack: totals: accepted %" PRIu64 " requests %" PRIu64
 	       " closed %" PRIu64 " expired %" PRIu64 " recycled %" PRIu64
-	       " refused %" PRIu64 " open %zu timewait %zu\n",
+	       " refused %" PRIu64 " evicted %" PRIu64 " evicted_established %"
+	       PRIu64 " open %zu timewait %zu\n",
 	       cnt.accepted, cnt.requests, cnt.closed, cnt.expired,
-	       cnt.recycled, cnt.refused, left_open, left_tw);
+	       cnt.recycled, cnt.refused, cnt.evicted, cnt.evicted_est,
+	       left_open, left_tw);
 	free(l);
 	close(sfd);
 	close(stop_fd);
-	return 0;
+	return failed;
 }

@@ -8,15 +8,22 @@
  * all workers share; an unknown tuple starts a session. A session counts
  * its datagrams and echoes each payload back behind its own sequence
  * number: "<seq> <payload>". A reaper thread moves idle sessions to
- * TIME_WAIT and removes them when that has run out.
+ * TIME_WAIT and removes them when that has run out, a slice of the table
+ * at a time (conntab_scan()). When the table is full (--max-sessions), a
+ * new tuple evicts a sampled session (conntab_insert_evict()): one in
+ * TIME_WAIT first, else the idlest, never an assured one (a session that
+ * has had --assure datagrams), as the kernel's conntrack drops early.
  *
  *   udp-flowd --port N [--backend NAME] [--threads N] [--bind ADDR]
  *             [--idle MS] [--time-wait MS] [--max-sessions N]
+ *             [--assure N] [--scan-budget N]
  *   udp-flowd --list-backends
  *
- * --port 0 picks a free port; the first line on stdout names it. SIGUSR1
- * prints the table's stats; SIGINT or SIGTERM stops the server, which then
- * prints its totals.
+ * Defaults: --idle 30000, --time-wait 5000, no --max-sessions, --assure 8
+ * (0: no session is ever assured), --scan-budget 1024 sessions per reaper
+ * call. --port 0 picks a free port; the first line on stdout names it.
+ * SIGUSR1 prints the table's stats; SIGINT or SIGTERM stops the server,
+ * which then prints its totals.
  *
  * Build against an installed library:
  *   cc udp-flowd.c $(pkg-config --cflags --libs conntab liburcu) -o udp-flowd
@@ -45,12 +52,16 @@
 #define BATCH		32	/* datagrams per recvmmsg and lookup batch */
 #define MAX_PAYLOAD	1472	/* what fits an Ethernet frame over IPv4 */
 #define MAX_REPLY	(MAX_PAYLOAD + 24)
+/* Eviction ranks: any TIME_WAIT session before any established one. */
+#define RANK_TIMEWAIT	(1L << 62)
 
 /*
  * A session. Any worker may receive for any tuple (the SO_REUSEPORT hash
  * usually keeps a tuple on one socket, but not while sockets come and go),
  * so the counters are updated with atomics: seq hands every datagram its
- * own number even when two workers serve one session at once.
+ * own number even when two workers serve one session at once. A worker's
+ * eviction ranks sessions under the table's writer lock while others
+ * count on them: it reads seq, last_ns and closed_ns with atomics too.
  */
 struct session {
 	struct conntab_node node;
@@ -58,7 +69,7 @@ struct session {
 	uint64_t seq;		/* datagrams so far: the reply's number */
 	uint64_t bytes;		/* payload bytes received */
 	uint64_t last_ns;	/* monotonic time of the last datagram */
-	uint64_t closed_ns;	/* when it went to TIME_WAIT (reaper only) */
+	uint64_t closed_ns;	/* when it went to TIME_WAIT (the reaper's) */
 };
 
 struct worker {
@@ -71,10 +82,17 @@ struct worker {
 	uint64_t datagrams, bytes, created, races, recycled, refused;
 };
 
+/*
+ * The reaper's pass over the table, one conntab_scan() call per tick. The
+ * figures of the last complete pass are read by main for SIGUSR1: atomics.
+ */
 struct reaper {
 	pthread_t tid;
+	struct conntab_cursor cur;	/* where the pass stands */
 	uint64_t now;
 	uint64_t idled, expired;	/* owned by the reaper thread */
+	uint64_t visits, calls;		/* of the pass in progress */
+	uint64_t passes, last_visits, last_calls;	/* atomics */
 };
 
 static struct {
@@ -84,11 +102,15 @@ static struct {
 	enum conntab_backend backend;
 	uint64_t idle_ns, tw_ns;
 	size_t max_sessions;
+	uint64_t assure;	/* datagrams that make a session assured */
+	size_t scan_budget;	/* sessions per conntab_scan() call */
 } opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED,
-	  30000 * MS, 5000 * MS, 0 };
+	  30000 * MS, 5000 * MS, 0, 8, 1024 };
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
+static uint64_t evicted;	/* sessions evicted (atomic: SIGUSR1) */
+static int failed;		/* the reaper could not scan: exit 1 */
 
 static uint64_t now_ns(void)
 {
@@ -103,10 +125,47 @@ static void session_free(struct rcu_head *head)
 	free(caa_container_of(head, struct session, rcu));
 }
 
+/* Nanoseconds from @since to @now, 0 if another thread's clock was ahead. */
+static long age(uint64_t now, uint64_t since)
+{
+	uint64_t d = now > since ? now - since : 0;
+
+	return d < (uint64_t)RANK_TIMEWAIT ? (long)d : RANK_TIMEWAIT - 1;
+}
+
+/*
+ * conntab_insert_evict()'s rank, under the table's writer lock (short, no
+ * blocking, no conntab calls): how willing we are to lose @n for a new
+ * tuple. TIME_WAIT sessions are over already: first, the longest closed
+ * first. An assured session never goes (-1): it has proven itself, so a
+ * flood of one-datagram sources cannot push it out. Others by idle time.
+ */
+static long session_rank(struct conntab_node *n, void *arg)
+{
+	struct session *s = conntab_entry(n, struct session, node);
+	uint64_t now = *(const uint64_t *)arg;
+
+	if (conntab_node_state(n) == CONNTAB_TIMEWAIT)
+		return RANK_TIMEWAIT + age(now, __atomic_load_n(&s->closed_ns,
+							 __ATOMIC_RELAXED));
+	if (opt.assure &&
+	    __atomic_load_n(&s->seq, __ATOMIC_RELAXED) >= opt.assure)
+		return -1;
+	return age(now, __atomic_load_n(&s->last_ns, __ATOMIC_RELAXED));
+}
+
 /*
  * The established session of @key: @n if that is one (the batch lookup's
  * answer), else a new one. Caller holds the RCU read lock. NULL when the
- * table is full or memory ran out: the datagram is dropped.
+ * table is full of assured sessions or memory ran out: the datagram is
+ * dropped.
+ *
+ * Who frees a session: whoever unlinks it, through call_rcu(), since
+ * readers may hold it. The library unlinks a node once, for one caller:
+ * a worker that gets it back from insert_recycle (recycled) or from
+ * insert_evict (evicted), or the reaper whose conntab_remove() succeeds.
+ * Everyone else's call on it fails with -ENOENT (the reaper's remove or
+ * timewait of a session a worker has just evicted) and leaves it alone.
  */
 static struct session *session_get(struct worker *w, struct conntab_node *n,
 				   const struct conntab_key *key, uint64_t now)
@@ -129,24 +188,36 @@ static struct session *session_get(struct worker *w, struct conntab_node *n,
 		 * A tuple in TIME_WAIT starts over as a new session (a QUIC
 		 * server would answer with a stateless reset instead):
 		 * insert_recycle swaps the new one in, so a concurrent lookup
-		 * never misses the tuple, and hands back the old one. Whoever
-		 * unlinks a session frees it: here, or the reaper when its
-		 * conntab_remove() succeeds (then ours fails with -ENOENT).
+		 * never misses the tuple, and hands back the old one.
 		 */
 		err = conntab_insert_recycle(table, &s->node, key, &old);
+		if (!err && old)
+			w->recycled++;
+		/*
+		 * At --max-sessions: evict a sampled session for the new
+		 * one. insert_evict does not recycle, so it comes second,
+		 * for a tuple that was absent; one inserted meanwhile makes
+		 * it fail with -EEXIST, and we look again.
+		 */
+		if (err == -ENOSPC) {
+			err = conntab_insert_evict(table, &s->node, key,
+						   session_rank, &now, &old);
+			if (!err && old)
+				__atomic_add_fetch(&evicted, 1,
+						   __ATOMIC_RELAXED);
+		}
 		if (!err) {
 			w->created++;
-			if (old) {
-				w->recycled++;
+			if (old)
 				call_rcu(&conntab_entry(old, struct session,
 							node)->rcu,
 					 session_free);
-			}
 			return s;
 		}
 		free(s);	/* never published: no grace period needed */
 		if (err != -EEXIST) {
-			w->refused++;	/* -ENOSPC: --max-sessions reached */
+			/* -ENOSPC: every sampled session is assured. */
+			w->refused++;
 			return NULL;
 		}
 		/* Another worker started this session first: join it. */
@@ -165,9 +236,11 @@ static uint64_t session_account(struct worker *w, struct conntab_node *n,
 	if (!s)
 		return 0;
 	/*
-	 * If the reaper has just moved the session to TIME_WAIT, this
-	 * datagram still counts on the old session: it arrived before the
-	 * reaper looked. The next one finds TIME_WAIT and starts over.
+	 * If the reaper has just moved the session to TIME_WAIT, or a
+	 * worker has just evicted it, this datagram still counts on the old
+	 * session: it arrived before that happened, and the read lock keeps
+	 * the session alive. The next one finds the tuple in TIME_WAIT or
+	 * absent and starts over.
 	 */
 	__atomic_add_fetch(&s->bytes, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->last_ns, now, __ATOMIC_RELAXED);
@@ -250,7 +323,7 @@ static void *worker_run(void *arg)
 }
 
 /*
- * Walk callback of the reaper, under the RCU read lock. TIME_WAIT is kept
+ * Scan callback of the reaper, under the RCU read lock. TIME_WAIT is kept
  * in place here: a session is small and holds no resources, so flipping
  * its state (conntab_timewait(t, n, n)) costs nothing and keeps its
  * counters for a late datagram. (tcp-conntrack shows the other way: a
@@ -260,19 +333,21 @@ static int reap_one(struct conntab_node *n, void *arg)
 {
 	struct session *s = conntab_entry(n, struct session, node);
 	struct reaper *r = arg;
-	int64_t quiet;
 
+	r->visits++;
 	if (conntab_node_state(n) == CONNTAB_ESTABLISHED) {
-		/* Signed: a worker may have stamped it after our clock. */
-		quiet = (int64_t)(r->now - __atomic_load_n(&s->last_ns,
-							   __ATOMIC_RELAXED));
-		if (quiet < (int64_t)opt.idle_ns)
+		/* age(): a worker may have stamped it after our clock. */
+		if ((uint64_t)age(r->now, __atomic_load_n(&s->last_ns,
+							 __ATOMIC_RELAXED)) <
+		    opt.idle_ns)
 			return 0;
-		s->closed_ns = r->now;
+		/* Before the flip: a rank that sees TIME_WAIT reads it. */
+		__atomic_store_n(&s->closed_ns, r->now, __ATOMIC_RELAXED);
+		/* -ENOENT: a worker evicted it, and frees it. */
 		if (!conntab_timewait(table, n, n))
 			r->idled++;
 	} else if (r->now - s->closed_ns >= opt.tw_ns) {
-		/* -ENOENT: a worker recycled it and frees it. */
+		/* -ENOENT: a worker recycled or evicted it, and frees it. */
 		if (!conntab_remove(table, n)) {
 			call_rcu(&s->rcu, session_free);
 			r->expired++;
@@ -281,38 +356,70 @@ static int reap_one(struct conntab_node *n, void *arg)
 	return 0;
 }
 
+/*
+ * Expiry in slices: each tick is one conntab_scan() call of at most
+ * --scan-budget sessions, in a read-side section of its own, so no grace
+ * period (and no call_rcu free) ever waits for more than that, however
+ * large the table. The cursor carries the pass from tick to tick. Ticks
+ * follow each other a millisecond apart until the pass ends (as the
+ * kernel's conntrack collector reschedules itself at once while its scan
+ * is unfinished), then the next pass starts after a quarter of the
+ * shorter timeout (10 ms to 1 s): a session expires at most that plus one
+ * pass after its time.
+ */
 static void *reaper_run(void *arg)
 {
 	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 	uint64_t tick = (opt.idle_ns < opt.tw_ns ? opt.idle_ns : opt.tw_ns) / 4;
 	struct reaper *r = arg;
-	int ms = (int)(tick / MS);
+	int ms = (int)(tick / MS), wait = 0, ret;
 
 	ms = ms < 10 ? 10 : ms > 1000 ? 1000 : ms;
 	rcu_register_thread();
-	while (poll(&pfd, 1, ms) <= 0) {
+	while (poll(&pfd, 1, wait) <= 0) {
 		r->now = now_ns();
-		/*
-		 * One read-side section per sweep keeps this short; a table
-		 * of millions would sweep in slices so as not to hold back
-		 * grace periods (and so call_rcu frees) for long.
-		 */
 		rcu_read_lock();
-		conntab_walk(table, reap_one, r);
+		ret = conntab_scan(table, &r->cur, opt.scan_budget, reap_one,
+				   r);
 		rcu_read_unlock();
+		r->calls++;
+		if (ret < 0) {
+			/* No expiry, no server: stop with an error. */
+			fprintf(stderr, "udp-flowd: conntab_scan: %s\n",
+				strerror(-ret));
+			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+			kill(getpid(), SIGTERM);
+			break;
+		}
+		if (!ret) {		/* the pass goes on */
+			wait = 1;
+			continue;
+		}
+		__atomic_store_n(&r->last_visits, r->visits, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->last_calls, r->calls, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->passes, 1, __ATOMIC_RELAXED);
+		r->visits = r->calls = 0;
+		wait = ms;
 	}
 	rcu_unregister_thread();
 	return NULL;
 }
 
-static void print_stats(void)
+/* The table, the evictions, and the reaper's last complete pass. */
+static void print_stats(struct reaper *r)
 {
 	struct conntab_stats st;
 
 	conntab_stats(table, &st);
 	printf("udp-flowd: stats: entries %zu timewait %zu buckets %zu "
-	       "memory %zu max_depth %zu resizes %zu\n", st.entries,
-	       st.timewait, st.buckets, st.memory, st.max_depth, st.resizes);
+	       "memory %zu max_depth %zu resizes %zu evicted %" PRIu64
+	       " passes %" PRIu64 " (last: %" PRIu64 " sessions in %" PRIu64
+	       " calls)\n", st.entries, st.timewait, st.buckets, st.memory,
+	       st.max_depth, st.resizes,
+	       __atomic_load_n(&evicted, __ATOMIC_RELAXED),
+	       __atomic_load_n(&r->passes, __ATOMIC_RELAXED),
+	       __atomic_load_n(&r->last_visits, __ATOMIC_RELAXED),
+	       __atomic_load_n(&r->last_calls, __ATOMIC_RELAXED));
 	fflush(stdout);
 }
 
@@ -364,6 +471,7 @@ static void usage(void)
 		"[--threads N] [--bind ADDR]\n"
 		"                 [--idle MS] [--time-wait MS] "
 		"[--max-sessions N]\n"
+		"                 [--assure N] [--scan-budget N]\n"
 		"       udp-flowd --list-backends\n");
 	exit(2);
 }
@@ -378,6 +486,8 @@ static void parse_options(int argc, char **argv)
 		{ "idle", required_argument, NULL, 'i' },
 		{ "time-wait", required_argument, NULL, 'w' },
 		{ "max-sessions", required_argument, NULL, 'm' },
+		{ "assure", required_argument, NULL, 'A' },
+		{ "scan-budget", required_argument, NULL, 's' },
 		{ "list-backends", no_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -391,6 +501,8 @@ static void parse_options(int argc, char **argv)
 		case 'i': opt.idle_ns = strtoull(optarg, NULL, 10) * MS; break;
 		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
 		case 'm': opt.max_sessions = strtoull(optarg, NULL, 10); break;
+		case 'A': opt.assure = strtoull(optarg, NULL, 10); break;
+		case 's': opt.scan_budget = strtoull(optarg, NULL, 10); break;
 		case 'b':
 			b = conntab_backend_from_name(optarg);
 			if (b < 0 || !conntab_backend_available(b)) {
@@ -413,7 +525,7 @@ static void parse_options(int argc, char **argv)
 	}
 	if (optind < argc || opt.port < 0 || opt.port > 65535 ||
 	    opt.threads < 1 || opt.threads > 256 || !opt.idle_ns ||
-	    !opt.tw_ns)
+	    !opt.tw_ns || !opt.scan_budget)
 		usage();
 }
 
@@ -478,7 +590,7 @@ int main(int argc, char **argv)
 
 	while (read(sfd, &si, sizeof(si)) == sizeof(si) &&
 	       si.ssi_signo == SIGUSR1)
-		print_stats();
+		print_stats(&reaper);
 
 	/* Stop: every thread polls stop_fd, which now stays readable. */
 	eventfd_write(stop_fd, 1);
@@ -493,7 +605,7 @@ int main(int argc, char **argv)
 		sum.refused += w[i].refused;
 	}
 	pthread_join(reaper.tid, NULL);
-	print_stats();
+	print_stats(&reaper);
 
 	/* No thread uses the table now; then let pending call_rcu run. */
 	conntab_destroy(table, session_release);
@@ -501,9 +613,10 @@ int main(int argc, char **argv)
 	rcu_unregister_thread();
 	printf("udp-flowd: totals: datagrams %" PRIu64 " bytes %" PRIu64
 	       " sessions %" PRIu64 " races %" PRIu64 " recycled %" PRIu64
-	       " refused %" PRIu64 " idled %" PRIu64 " expired %" PRIu64
-	       " left %zu\n", sum.datagrams, sum.bytes, sum.created, sum.races,
-	       sum.recycled, sum.refused, reaper.idled, reaper.expired, left);
+	       " refused %" PRIu64 " evicted %" PRIu64 " idled %" PRIu64
+	       " expired %" PRIu64 " left %zu\n", sum.datagrams, sum.bytes,
+	       sum.created, sum.races, sum.recycled, sum.refused, evicted,
+	       reaper.idled, reaper.expired, left);
 	free(w);
-	return 0;
+	return failed;
 }

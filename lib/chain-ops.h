@@ -11,6 +11,7 @@
 
 #include "chain.h"
 #include "conntab-int.h"
+#include "probes.h"
 
 struct ct_delta {
 	int entries;
@@ -29,8 +30,9 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 					 struct ct_delta *d)
 {
 	struct conntab_node **pprev, *old;
+	size_t len;
 
-	old = ct_chain_find_locked(head, n->ct_hash, &n->ct_key, &pprev);
+	old = ct_chain_find_locked(head, n->ct_hash, &n->ct_key, &pprev, &len);
 	if (old) {
 		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT)
 			return -EEXIST;
@@ -45,6 +47,7 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 		return -ENOSPC;
 	ct_chain_push(head, n);		/* n is private until here */
 	d->entries++;
+	ct_probe_chain(t, n->ct_hash, len + 1);
 	return 0;
 }
 
@@ -102,8 +105,7 @@ static inline int ct_chain_timewait_locked(struct conntab *t,
 static inline void ct_stripe_apply(struct ct_stripe *s,
 				   const struct ct_delta *d)
 {
-	s->entries += d->entries;
-	s->timewait += d->timewait;
+	ct_stripe_add(s, d->entries, d->timewait);
 }
 
 #endif /* CT_CHAIN_OPS_H */

@@ -90,20 +90,26 @@ ct_chain_lookup(struct conntab_node *const *head, uintptr_t id, uint32_t h,
 
 /*
  * Writer (chain locked): the node holding key @k, with *@pprev set to the
- * link that points to it, or NULL.
+ * link that points to it, or NULL with *@len (when @len is not NULL) set
+ * to the chain's length, which an insert thus learns for free
+ * (lib/probes.h).
  */
 static inline struct conntab_node *
 ct_chain_find_locked(struct conntab_node **head, uint32_t h,
-		     const struct conntab_key *k, struct conntab_node ***pprev)
+		     const struct conntab_key *k, struct conntab_node ***pprev,
+		     size_t *len)
 {
 	struct conntab_node **pp, *n;
+	size_t passed = 0;
 
-	for (pp = head; !ct_is_nulls(n = *pp); pp = &n->ct_next) {
+	for (pp = head; !ct_is_nulls(n = *pp); pp = &n->ct_next, passed++) {
 		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k)) {
 			*pprev = pp;
 			return n;
 		}
 	}
+	if (len)
+		*len = passed;
 	return NULL;
 }
 

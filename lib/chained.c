@@ -20,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
+#include "evict.h"
+#include "hash-ops.h"
 #include "heads.h"
+#include "walk.h"
 
 /* Smallest table, for expected = 0. */
 #define CT_CHAINED_MIN_BUCKETS	64
@@ -78,8 +80,32 @@ static void chained_destroy(struct conntab *t,
 	free(c);
 }
 
-static int chained_insert(struct conntab *t, struct conntab_node *n,
-			  struct conntab_node **recycled)
+/*
+ * At the cap, evict a sampled node for @n (key absent, checked under the
+ * stripe @s we hold): the victim's reservation passes to @n.
+ */
+static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
+			 struct conntab_node *n, ct_rank_fn rank, void *arg,
+			 struct conntab_node **evicted)
+{
+	struct ct_victim v;
+
+	ct_victim_init(&v, rank, arg);
+	if (!ct_heads_sample(c->buckets, (size_t)c->mask + 1, 1, &c->locks,
+			     s, &v))
+		return -ENOSPC;
+	ct_heads_evict(&v, s);
+	ct_chain_push(&c->buckets[n->ct_hash & c->mask], n);
+	ct_stripe_add(s, 1, 0);
+	*evicted = v.node;
+	return 0;
+}
+
+/* Insert, or with @rank insert_evict: the two share everything else. */
+static int chained_insert_common(struct conntab *t, struct conntab_node *n,
+				 struct conntab_node **recycled,
+				 ct_rank_fn rank, void *arg,
+				 struct conntab_node **evicted)
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
@@ -91,8 +117,24 @@ static int chained_insert(struct conntab *t, struct conntab_node *n,
 	err = ct_chain_insert_locked(t, &c->buckets[h & c->mask], n, recycled,
 				     &d);
 	ct_stripe_apply(s, &d);
+	/* -ENOSPC comes after the key check: the key is absent. */
+	if (err == -ENOSPC && rank)
+		err = chained_evict(c, s, n, rank, arg, evicted);
 	ct_unlock_stripe(s);
 	return err;
+}
+
+static int chained_insert(struct conntab *t, struct conntab_node *n,
+			  struct conntab_node **recycled)
+{
+	return chained_insert_common(t, n, recycled, NULL, NULL, NULL);
+}
+
+static int chained_insert_evict(struct conntab *t, struct conntab_node *n,
+				ct_rank_fn rank, void *arg,
+				struct conntab_node **evicted)
+{
+	return chained_insert_common(t, n, NULL, rank, arg, evicted);
 }
 
 static inline struct conntab_node *
@@ -104,12 +146,6 @@ chained_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 	return ct_chain_lookup(&c->buckets[b], b, h, k);
 }
 
-static struct conntab_node *chained_lookup(struct conntab *t,
-					   const struct conntab_key *k)
-{
-	return chained_find(t, ct_hash_key(&t->secret, k), k);
-}
-
 static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
 {
 	struct ct_chained *c = ct_chained(t);
@@ -117,25 +153,18 @@ static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&c->buckets[h & c->mask]);
 }
 
-static inline void chained_prefetch_first(struct conntab *t, uint32_t h)
+static inline struct conntab_node *chained_prefetch_first(struct conntab *t,
+							   uint32_t h)
 {
 	struct ct_chained *c = ct_chained(t);
 	struct conntab_node *first = ct_rcu_deref(c->buckets[h & c->mask]);
 
-	if (!ct_is_nulls(first))
-		__builtin_prefetch(first);
+	__builtin_prefetch(ct_is_nulls(first) ? (void *)c : first);
+	return first;
 }
 
-static size_t chained_lookup_batch(struct conntab *t,
-				   const struct conntab_key *keys,
-				   struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= chained_prefetch_bucket,
-		.first	= chained_prefetch_first,
-		.find	= chained_find,
-	});
-}
+CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,
+		   chained_prefetch_first)
 
 static void chained_prefetch(struct conntab *t, uint32_t h)
 {
@@ -204,6 +233,25 @@ static int chained_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 	return 0;
 }
 
+/* One pass of a scan over bucket @b (walk.h); its chain never diverts. */
+static bool chained_scan_pass(struct conntab *t, size_t b, int state,
+			      struct ct_walk_sel *sel)
+{
+	return ct_walk_sel_chain(sel, &ct_chained(t)->buckets[b], b);
+}
+
+/*
+ * The walk above needs no selection, but a scan does: between two calls
+ * a node can leave its chain and come back at the head, so only an order
+ * of its own (bucket, hash, address) keeps it from being visited twice.
+ */
+static int chained_scan(struct conntab *t, uint64_t *pos, bool fresh,
+			size_t budget, ct_walk_fn fn, void *arg)
+{
+	return ct_walk_buckets(t, pos, (size_t)ct_chained(t)->mask + 1,
+			       CT_WALK_ALL, budget, chained_scan_pass, fn, arg);
+}
+
 static void chained_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_chained *c = ct_chained(t);
@@ -221,11 +269,12 @@ const struct conntab_ops ct_chained_ops = {
 	.create		= chained_create,
 	.destroy	= chained_destroy,
 	.insert		= chained_insert,
+	.insert_evict	= chained_insert_evict,
 	.prefetch	= chained_prefetch,
-	.lookup		= chained_lookup,
-	.lookup_batch	= chained_lookup_batch,
+	.read		= CT_READ_OPS(chained),
 	.remove		= chained_remove,
 	.timewait	= chained_timewait,
 	.walk		= chained_walk,
+	.scan		= chained_scan,
 	.stats		= chained_stats,
 };

@@ -15,39 +15,103 @@
 #include <stddef.h>
 
 #include "conntab/conntab.h"
+#include "aes.h"
 #include "hash.h"
 #include "lock.h"
 #include "rcu.h"
 
 struct conntab_ops;
 
+typedef struct conntab_node *(*ct_lookup_fn)(struct conntab *t,
+					     const struct conntab_key *k);
+typedef size_t (*ct_batch_fn)(struct conntab *t,
+			      const struct conntab_key *keys,
+			      struct conntab_node **out, size_t n);
+
 /*
  * The head of every table; each backend embeds it first in its own struct.
- * Read-mostly fields share the first line; the max_entries counter, written
- * by every insert when a cap is set, has a line of its own.
+ * Read-mostly fields share the first line, with the read paths of the
+ * table's hash, so that conntab_lookup() costs one load and one call
+ * before the backend's code; the AES round keys (read by every AES hash)
+ * follow. The max_entries counter, written by every insert when a cap is
+ * set, has a line of its own.
  */
 struct conntab {
+	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
+	ct_batch_fn lookup_batch;	/* ops->read[hash].lookup_batch */
 	const struct conntab_ops *ops;
-	struct ct_secret secret;
 	const struct rcu_flavor_struct *flavor;
 	size_t max_entries;
 	enum conntab_backend backend;
+	enum conntab_hash hash;		/* SIPHASH or AES, never AUTO */
+	struct ct_secret secret;	/* SipHash key, and the AES key's bytes */
+
+	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 };
+
+/*
+ * The keyed hash of @k under @t's hash choice, for writers and other code
+ * off the lookup path: a predictable branch and a direct call. The lookup
+ * paths inline theirs instead (hash-ops.h).
+ */
+static inline uint32_t ct_hash_key(const struct conntab *t,
+				   const struct conntab_key *k)
+{
+#ifdef CT_HAVE_AES
+	if (t->hash == CONNTAB_HASH_AES)
+		return ct_hash_aes_call(&t->aes, k);
+#endif
+	return ct_hash_sip(&t->secret, k);
+}
+
+/* The read paths of a backend for one hash (lookup and batch). */
+struct ct_read_ops {
+	ct_lookup_fn lookup;
+	ct_batch_fn lookup_batch;
+};
+
+/* ops->read[] is indexed by the resolved enum conntab_hash. */
+#define CT_NHASH	(CONNTAB_HASH_AES + 1)
 
 /* State filter for ops->walk: every node. */
 #define CT_WALK_ALL	(-1)
 
 typedef int (*ct_walk_fn)(struct conntab_node *n, void *arg);
+typedef long (*ct_rank_fn)(struct conntab_node *victim, void *arg);
+
+/*
+ * Words of struct conntab_cursor that the backend's scan owns (the front
+ * end keeps opaque[0]): 40 bytes, an IPv6 canonical key string (key.h).
+ */
+#define CT_SCAN_POS_WORDS	5
+
+/*
+ * Empty slots a scan call may pass per unit of budget (conntab_scan():
+ * "the budget also bounds the work on empty slots").
+ */
+#define CT_SCAN_EMPTY_PER_BUDGET	16
 
 struct conntab_ops {
 	/*
 	 * The front end stores the key's keyed hash in n->ct_hash before
 	 * insert; a backend that indexes by the key's own bits (the trie)
-	 * sets this and saves the SipHash on every insert.
+	 * sets this and saves the hash on every insert.
 	 */
 	bool unhashed;
+	/*
+	 * Writers and stats retire memory through the flavor's call_rcu and
+	 * read it under its read lock, so they must run on threads the
+	 * flavor counts (conntab.h, "Threads"): debug builds check it.
+	 */
+	bool registered_writers;
+	/*
+	 * Lookup and batch per hash, the hash inlined in each (hash-ops.h);
+	 * an unhashed backend gives the same pair for every hash. A NULL
+	 * entry: that hash is not built in (AES on other architectures).
+	 */
+	struct ct_read_ops read[CT_NHASH];
 	/*
 	 * Allocate and initialise a table whose head is a copy of @tmpl.
 	 * NULL with errno set on failure.
@@ -73,10 +137,6 @@ struct conntab_ops {
 	 * key itself.
 	 */
 	void (*prefetch_key)(struct conntab *t, const struct conntab_key *k);
-	struct conntab_node *(*lookup)(struct conntab *t,
-				       const struct conntab_key *k);
-	size_t (*lookup_batch)(struct conntab *t, const struct conntab_key *keys,
-			       struct conntab_node **out, size_t n);
 	int (*remove)(struct conntab *t, struct conntab_node *n);
 	/*
 	 * @tw is @est, or claimed with the key, hash and TIME_WAIT state of
@@ -86,6 +146,23 @@ struct conntab_ops {
 			struct conntab_node *tw);
 	/* @state is CT_WALK_ALL or an enum conntab_state. */
 	int (*walk)(struct conntab *t, int state, ct_walk_fn fn, void *arg);
+	/*
+	 * Visit at most @budget nodes from the position in @pos (ignored
+	 * when @fresh: a pass starts), as conntab_scan() says; write the
+	 * resume position into @pos. 1 at the end of the pass, 0 when the
+	 * budget ran out, fn's nonzero value (pos just after that node), or
+	 * -EINVAL for a position this backend cannot have written.
+	 */
+	int (*scan)(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
+		    bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+	/*
+	 * Insert @n (claimed; key, hash and state set) as insert does; if
+	 * the cap is reached, evict the best-ranked node of a sample (see
+	 * conntab_insert_evict()), its reservation passing to @n.
+	 */
+	int (*insert_evict)(struct conntab *t, struct conntab_node *n,
+			    ct_rank_fn rank, void *arg,
+			    struct conntab_node **evicted);
 	/* Fill every field of @st. */
 	void (*stats)(struct conntab *t, struct conntab_stats *st);
 	/* Optional: resize counters (@rs zeroed by the front end). */
@@ -105,6 +182,26 @@ extern const struct conntab_ops ct_chained_ops;
 extern const struct conntab_ops ct_split_ops;
 extern const struct conntab_ops ct_trie_ops;
 extern const struct conntab_ops ct_exthash_ops;
+
+/*
+ * A writer of a backend that retires memory through call_rcu and reads it
+ * under the flavor's read lock (exthash, trie) must run on a thread the
+ * flavor counts: debug builds (--enable-debug) check what the flavor can
+ * tell. Under QSBR, read_ongoing() is true exactly on an online registered
+ * thread (read_lock is a no-op there); under the other flavors it is true
+ * inside any read_lock, so they pass: memb cannot tell an unregistered
+ * thread, and bp registers threads itself.
+ */
+#ifdef CT_DEBUG
+void ct_writer_check_debug(const struct conntab *t, const char *what);
+# define ct_writer_check(t, what)					\
+	do {								\
+		if ((t)->ops->registered_writers)			\
+			ct_writer_check_debug((t), (what));		\
+	} while (0)
+#else
+# define ct_writer_check(t, what)	do { } while (0)
+#endif
 
 /* Does @n belong to @t? (a hint outside the lock; recheck under it) */
 static inline bool ct_node_owned(const struct conntab_node *n,

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -18,6 +19,7 @@
 
 #include "conntab-int.h"
 #include "key.h"
+#include "probes.h"
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
@@ -33,7 +35,26 @@ static const char *const ct_backend_names[] = {
 	[CONNTAB_TRIE] = "trie",
 };
 
+static const char *const ct_hash_names[] = {
+	[CONNTAB_HASH_AUTO] = "auto",
+	[CONNTAB_HASH_SIPHASH] = "siphash",
+	[CONNTAB_HASH_AES] = "aes",
+};
+
 #define CT_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* Index of @name in a table of names, or -EINVAL. */
+static int ct_name_index(const char *const *names, size_t n, const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(name, names[i]))
+			return (int)i;
+	return -EINVAL;
+}
 
 static const struct conntab_ops *ct_ops_of(enum conntab_backend b)
 {
@@ -52,14 +73,8 @@ CONNTAB_API const char *conntab_backend_name(enum conntab_backend b)
 
 CONNTAB_API int conntab_backend_from_name(const char *name)
 {
-	unsigned int i;
-
-	if (!name)
-		return -EINVAL;
-	for (i = 0; i < CT_ARRAY_SIZE(ct_backend_names); i++)
-		if (ct_backend_names[i] && !strcmp(name, ct_backend_names[i]))
-			return (int)i;
-	return -EINVAL;
+	return ct_name_index(ct_backend_names, CT_ARRAY_SIZE(ct_backend_names),
+			     name);
 }
 
 CONNTAB_API int conntab_backend_available(enum conntab_backend b)
@@ -67,14 +82,70 @@ CONNTAB_API int conntab_backend_available(enum conntab_backend b)
 	return ct_ops_of(b) != NULL;
 }
 
-/* A fresh 128-bit secret from the kernel's CSPRNG. */
-static int ct_random_secret(struct ct_secret *sec)
+CONNTAB_API const char *conntab_hash_name(enum conntab_hash h)
 {
-	uint8_t buf[16];
+	if ((unsigned int)h >= CT_ARRAY_SIZE(ct_hash_names))
+		return "unknown";
+	return ct_hash_names[h];
+}
+
+CONNTAB_API int conntab_hash_from_name(const char *name)
+{
+	return ct_name_index(ct_hash_names, CT_ARRAY_SIZE(ct_hash_names),
+			     name);
+}
+
+CONNTAB_API enum conntab_hash conntab_hash_of(const struct conntab *t)
+{
+	return t ? t->hash : CONNTAB_HASH_AUTO;
+}
+
+/*
+ * The hash a table gets for @want: AUTO is AES where the CPU runs it (and
+ * this build has it), else SipHash. -EINVAL for AES without the CPU, or
+ * an unknown value.
+ */
+static int ct_hash_resolve(const struct conntab_ops *ops,
+			   enum conntab_hash want)
+{
+	bool aes = ops->read[CONNTAB_HASH_AES].lookup && ct_aes_cpu();
+
+	switch (want) {
+	case CONNTAB_HASH_AUTO:
+		return aes ? CONNTAB_HASH_AES : CONNTAB_HASH_SIPHASH;
+	case CONNTAB_HASH_SIPHASH:
+		return CONNTAB_HASH_SIPHASH;
+	case CONNTAB_HASH_AES:
+		return aes ? CONNTAB_HASH_AES : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+#ifdef CT_DEBUG
+void ct_writer_check_debug(const struct conntab *t, const char *what)
+{
+	int ok;
+
+	t->flavor->read_lock();
+	ok = t->flavor->read_ongoing();
+	t->flavor->read_unlock();
+	if (ok)
+		return;
+	fprintf(stderr, "conntab: %s of a %s table from a thread the RCU "
+		"flavor does not count (unregistered, or offline under QSBR); "
+		"see conntab.h, \"Threads\"\n", what,
+		conntab_backend_name(t->backend));
+	abort();
+}
+#endif
+
+/* A fresh 128-bit secret from the kernel's CSPRNG. */
+static int ct_random_secret(uint8_t buf[16])
+{
 	size_t got = 0;
 
-	while (got < sizeof(buf)) {
-		ssize_t r = getrandom(buf + got, sizeof(buf) - got, 0);
+	while (got < 16) {
+		ssize_t r = getrandom(buf + got, 16 - got, 0);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -83,8 +154,6 @@ static int ct_random_secret(struct ct_secret *sec)
 		}
 		got += (size_t)r;
 	}
-	memcpy(&sec->k0, buf, 8);
-	memcpy(&sec->k1, buf + 8, 8);
 	return 0;
 }
 
@@ -92,30 +161,40 @@ CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
 		      const struct rcu_flavor_struct *flavor)
 {
-	struct conntab tmpl = { 0 };
+	uint8_t key[16];
+	struct conntab tmpl;
 	const struct conntab_ops *ops;
-	int err;
+	int err, hash;
 
 	if (!cfg) {
 		errno = EINVAL;
 		return NULL;
 	}
+	memset(&tmpl, 0, sizeof(tmpl));
 	ops = ct_ops_of(cfg->backend);
 	tmpl.flavor = cfg->flavor ? cfg->flavor : flavor;
-	if (!ops || !tmpl.flavor) {
+	hash = ops ? ct_hash_resolve(ops, cfg->hash) : -EINVAL;
+	if (!ops || !tmpl.flavor || hash < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (cfg->secret) {
-		memcpy(&tmpl.secret.k0, cfg->secret, 8);
-		memcpy(&tmpl.secret.k1, cfg->secret + 8, 8);
+		memcpy(key, cfg->secret, sizeof(key));
 	} else {
-		err = ct_random_secret(&tmpl.secret);
+		err = ct_random_secret(key);
 		if (err) {
 			errno = -err;
 			return NULL;
 		}
 	}
+	/* One secret keys either hash: the table uses only one of them. */
+	memcpy(&tmpl.secret.k0, key, 8);
+	memcpy(&tmpl.secret.k1, key + 8, 8);
+	tmpl.hash = (enum conntab_hash)hash;
+	if (tmpl.hash == CONNTAB_HASH_AES)
+		ct_aes_expand(&tmpl.aes, key);
+	tmpl.lookup = ops->read[hash].lookup;
+	tmpl.lookup_batch = ops->read[hash].lookup_batch;
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
@@ -145,22 +224,28 @@ static bool ct_node_claim(struct conntab_node *n, struct conntab *t)
 					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/*
+ * The insert calls: check, hash, claim @n, copy the key, then the
+ * backend's @op (insert, or insert_evict with @rank).
+ */
 static int ct_insert(struct conntab *t, struct conntab_node *n,
 		     const struct conntab_key *key,
-		     struct conntab_node **recycled)
+		     struct conntab_node **recycled, ct_rank_fn rank,
+		     void *rank_arg, struct conntab_node **evicted)
 {
 	uint32_t h = 0;
 	int err;
 
 	if (!t || !n || !key || !ct_key_valid(key))
 		return -EINVAL;
+	ct_writer_check(t, "an insert");
 	/*
 	 * Start the misses of the bucket and of the node before the claim:
 	 * the claim's compare-and-swap on the node's (cold) line would
 	 * otherwise hold the bucket's miss back until its own is done.
 	 */
 	if (!t->ops->unhashed) {
-		h = ct_hash_key(&t->secret, key);
+		h = ct_hash_key(t, key);
 		if (t->ops->prefetch)
 			t->ops->prefetch(t, h);
 	} else if (t->ops->prefetch_key) {
@@ -173,7 +258,12 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 	n->ct_key = *key;
 	n->ct_hash = h;
 	n->ct_state = CONNTAB_ESTABLISHED;
-	err = t->ops->insert(t, n, recycled);
+	if (rank && !t->ops->insert_evict)
+		err = -EOPNOTSUPP;
+	else if (rank)
+		err = t->ops->insert_evict(t, n, rank, rank_arg, evicted);
+	else
+		err = t->ops->insert(t, n, recycled);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -182,7 +272,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 			       const struct conntab_key *key)
 {
-	return ct_insert(t, n, key, NULL);
+	return ct_insert(t, n, key, NULL, NULL, NULL, NULL);
 }
 
 CONNTAB_API int conntab_insert_recycle(struct conntab *t,
@@ -193,7 +283,27 @@ CONNTAB_API int conntab_insert_recycle(struct conntab *t,
 	if (!recycled)
 		return -EINVAL;
 	*recycled = NULL;
-	return ct_insert(t, n, key, recycled);
+	return ct_insert(t, n, key, recycled, NULL, NULL, NULL);
+}
+
+CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
+				     const struct conntab_key *key,
+				     long (*rank)(struct conntab_node *victim,
+						  void *arg),
+				     void *arg, struct conntab_node **evicted)
+{
+	int err;
+
+	if (!evicted || !rank)
+		return -EINVAL;
+	*evicted = NULL;
+	/* No cap, nothing to evict: a plain insert. */
+	if (t && !t->max_entries)
+		rank = NULL;
+	err = ct_insert(t, n, key, NULL, rank, arg, evicted);
+	if (*evicted)
+		CT_PROBE(evict, t, *evicted, n);
+	return err;
 }
 
 CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
@@ -201,7 +311,7 @@ CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
 {
 	if (__builtin_expect(!t || !key, 0))
 		return NULL;
-	return t->ops->lookup(t, key);
+	return t->lookup(t, key);
 }
 
 CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
@@ -210,13 +320,14 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 {
 	if (!t || !keys || !out || !n)
 		return 0;
-	return t->ops->lookup_batch(t, keys, out, n);
+	return t->lookup_batch(t, keys, out, n);
 }
 
 CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 {
 	if (!t || !n)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_remove()");
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	return t->ops->remove(t, n);
@@ -229,6 +340,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 
 	if (!t || !est || !tw)
 		return -EINVAL;
+	ct_writer_check(t, "conntab_timewait()");
 	if (!ct_node_owned(est, t))
 		return -ENOENT;
 	if (tw != est) {
@@ -267,13 +379,61 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 	return t->ops->walk(t, (int)state, fn, arg);
 }
 
+/*
+ * The front end's word of a cursor: 0 before a pass, else this tag of the
+ * table the pass runs on (never 0), so that a cursor of another table or
+ * of no table at all is refused instead of being trusted as a position.
+ */
+_Static_assert(sizeof(struct conntab_cursor) ==
+	       sizeof(uint64_t) * (1 + CT_SCAN_POS_WORDS), "cursor words");
+
+static uint64_t ct_cursor_tag(const struct conntab *t)
+{
+	uint64_t x = (uint64_t)(uintptr_t)t ^ 0x636f6e6e74616221ull;
+
+	x *= 0x9e3779b97f4a7c15ull;
+	return (x ^ (x >> 29)) | 1;
+}
+
+CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
+			     size_t budget,
+			     int (*fn)(struct conntab_node *n, void *arg),
+			     void *arg)
+{
+	bool fresh;
+	int ret, i;
+
+	if (!t || !cur || !fn || !budget)
+		return -EINVAL;
+	fresh = !cur->opaque[0];
+	if (fresh) {
+		for (i = 1; i <= CT_SCAN_POS_WORDS; i++)
+			if (cur->opaque[i])
+				return -EINVAL;
+	} else if (cur->opaque[0] != ct_cursor_tag(t)) {
+		return -EINVAL;
+	}
+	if (!t->ops->scan)
+		return -EOPNOTSUPP;
+	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
+	if (ret == 1) {
+		memset(cur, 0, sizeof(*cur));
+		CT_PROBE(scan_pass, t, cur);
+	} else {
+		cur->opaque[0] = ct_cursor_tag(t);
+	}
+	return ret;
+}
+
 CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 {
 	if (!st)
 		return;
 	memset(st, 0, sizeof(*st));
-	if (t)
-		t->ops->stats(t, st);
+	if (!t)
+		return;
+	ct_writer_check(t, "conntab_stats()");
+	t->ops->stats(t, st);
 }
 
 CONNTAB_API int conntab_resize_stats(struct conntab *t,

@@ -52,11 +52,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
+#include "evict.h"
+#include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /*
@@ -100,16 +102,51 @@
  */
 #define XH_RETIRE_MIN	8
 #define XH_RETIRE_MAX	1024
-/* Directory slots copied per writer call while a resize is pending. */
-#define XH_COPY_STEP	1024
 /*
- * The directory doubles only while it has at most 2 slots per segment,
- * and halves once no segment uses its full depth and it has more than 8
- * slots per segment: a table at a boundary does not resize back and
- * forth, and the directory stays O(segments) whatever the local depths.
+ * Directory slots copied per writer call while a resize is pending. A
+ * test build (lib/local.mk) copies CT_XH_COPY_STEP slots every
+ * CT_XH_COPY_EVERY calls instead, so that resizes stay pending across most
+ * of the splits and merges of a table, and counts the updates xh_publish()
+ * makes to the filled part of a pending directory, which it then makes
+ * thousands of times (tests/test-exthash-copystep).
+ */
+#ifdef CT_XH_COPY_STEP
+# define XH_COPY_STEP	CT_XH_COPY_STEP
+# define XH_COPY_EVERY	CT_XH_COPY_EVERY
+unsigned long ct_xh_fill_updates;
+# define xh_count_fill_update() \
+	__atomic_fetch_add(&ct_xh_fill_updates, 1, __ATOMIC_RELAXED)
+#else
+# define XH_COPY_STEP	1024
+# define XH_COPY_EVERY	1
+# define xh_count_fill_update()	do { } while (0)
+#endif
+/*
+ * The directory doubles while it has at most 2 slots per segment, and
+ * halves once no segment uses its full depth and it has more than 8 slots
+ * per segment: a table at a boundary does not resize back and forth.
+ *
+ * That alone stalls when the hashes share their top bits (a known secret,
+ * or a hash gone wrong): the keys then fill a corner of the directory that
+ * the slots of the empty rest outnumber, so the segments never reach half
+ * the slots while the corner's segments overflow. So a segment that
+ * overflows at the full depth may also double the directory while the
+ * new one has at most XH_SLOTS_PER_ENTRY slots per entry in the table.
+ * The bound: a directory is at most max(4 x segments, 4 x entries) slots
+ * when it is made (32 bytes per segment or entry), and keys whose hashes
+ * share k top bits keep chains of about 2^k / 256 nodes on average, short
+ * up to k = 8 (tests/test-exthash-skew.c: 1M keys, k = 8, chains <= 16);
+ * past that an attacker pays 2^k hashes per key for chains of 2^k / 256.
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
+#define XH_SLOTS_PER_ENTRY	4
+/*
+ * Entry counters, sharded by the low hash bits (uniform whatever the top
+ * bits share) so that writers on different chains rarely share one; only
+ * the directory's growth decision sums them.
+ */
+#define XH_NCOUNT	16
 /* Directories from this size on are mapped, not malloced. */
 #define XH_DIR_MMAP	(256 * 1024)
 
@@ -145,11 +182,16 @@ struct ct_exthash {
 	/* Taken by splits, merges and resize steps. */
 	uint32_t dir_lock __attribute__((aligned(CT_CACHELINE)));
 	size_t fill;			/* slots of pending filled */
+	unsigned long copy_calls;	/* test builds: XH_COPY_EVERY */
 	size_t nb;			/* live segments */
 	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
 	size_t splits, merges, dir_resizes, splitting;
 	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
 	unsigned int nretired;
+
+	struct {
+		long n;			/* atomic (relaxed) */
+	} count[XH_NCOUNT] __attribute__((aligned(CT_CACHELINE)));
 };
 
 _Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
@@ -417,6 +459,8 @@ static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 	hi = (size_t)(s->prefix + 1) << (p->depth - s->depth);
 	if (hi > x->fill)
 		hi = x->fill;
+	if (lo < hi)
+		xh_count_fill_update();
 	for (i = lo; i < hi; i++)
 		p->slot[i] = s;		/* p is unpublished: private */
 }
@@ -512,13 +556,38 @@ static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
 	x->fill = 0;
 }
 
-/* dir_lock held: may the directory double now? */
+/* Entries of hash @h added (or removed, negative) by a writer. */
+static void xh_count_add(struct ct_exthash *x, uint32_t h, long n)
+{
+	if (n)
+		__atomic_fetch_add(&x->count[h & (XH_NCOUNT - 1)].n, n,
+				   __ATOMIC_RELAXED);
+}
+
+/* Entries in the table, give or take the writers in flight. */
+static size_t xh_entries(const struct ct_exthash *x)
+{
+	long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < XH_NCOUNT; i++)
+		n += __atomic_load_n(&x->count[i].n, __ATOMIC_RELAXED);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * dir_lock held: may the directory double now? Asked when a segment
+ * overflows at the directory's full depth (see XH_SLOTS_PER_ENTRY).
+ */
 static bool xh_grow_ok(const struct ct_exthash *x)
 {
 	unsigned int d = x->dir->depth;
+	size_t slots = (size_t)1 << d;
 
-	return !x->pending && d < XH_MAX_DEPTH && (x->nb << XH_GROW_SHIFT) >=
-						  ((size_t)1 << d);
+	if (x->pending || d >= XH_MAX_DEPTH)
+		return false;
+	return (x->nb << XH_GROW_SHIFT) >= slots ||
+	       2 * slots <= XH_SLOTS_PER_ENTRY * xh_entries(x);
 }
 
 /* dir_lock held: may the directory halve now? */
@@ -564,6 +633,9 @@ static void xh_resize_step(struct ct_exthash *x)
 	size_t i, end, size;
 
 	if (!__atomic_load_n(&x->pending, __ATOMIC_RELAXED) ||
+	    (XH_COPY_EVERY > 1 &&
+	     __atomic_add_fetch(&x->copy_calls, 1, __ATOMIC_RELAXED) %
+	     XH_COPY_EVERY) ||
 	    !ct_spin_trylock(&x->dir_lock))
 		return;
 	p = x->pending;
@@ -584,6 +656,8 @@ static void xh_resize_step(struct ct_exthash *x)
 			ct_rcu_assign(x->dir, p);
 			xh_set_pending(x, NULL);
 			x->dir_resizes++;
+			CT_PROBE(exthash_dir_resize, x, (size_t)1 << d->depth,
+				 (size_t)1 << p->depth);
 			x->base.flavor->update_call_rcu(&d->rcu,
 							xh_dir_free_rcu);
 		}
@@ -641,6 +715,7 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	xh_publish(x, s->succ[1]);
 	x->splits++;
 	x->splitting--;
+	CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
 	batch = xh_retire_locked(x, s);
@@ -751,6 +826,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	x->nd[l - 1]++;
 	x->nb--;
 	x->merges++;
+	CT_PROBE(exthash_merge, x, l - 1, x->nb);
 	*halve = *halve || xh_shrink_ok(x);
 	s->dead = 1;	/* I3 */
 	o->dead = 1;
@@ -873,23 +949,112 @@ static void xh_apply(struct ct_xseg *s, const struct ct_delta *d)
 	s->tw += (uint32_t)d->timewait;
 }
 
-static int xh_insert(struct conntab *t, struct conntab_node *n,
-		     struct conntab_node **recycled)
+/*
+ * Offer every chain of @s (locked, alive) to the eviction sample, from
+ * chain @i0 on; the chains a split has moved already are its children's.
+ */
+static void xh_sample_seg(struct ct_xseg *s, unsigned int i0,
+			  struct ct_victim *v)
+{
+	unsigned int k, i, c;
+
+	for (k = 0; k < XH_HEADS && v->seen < CT_EVICT_SAMPLE; k++) {
+		i = (i0 + k) & (XH_HEADS - 1);
+		if (!s->splitting || i >= s->moved) {
+			ct_victim_chain(v, &s->head[i], s, &s->lock);
+			continue;
+		}
+		for (c = 0; c < 2; c++)
+			ct_victim_chain(v, &s->succ[c]->head[i], s->succ[c],
+					&s->lock);
+	}
+}
+
+/*
+ * At the cap, evict a sampled node for @n (key absent, checked under @s,
+ * the newcomer's segment, locked; read lock held, I5). The sample starts
+ * at a random chain of @s; a table whose segment holds too few goes on
+ * through the directory, from a random slot, try-locking live segments
+ * (I6: only @s is waited for). The victim's reservation passes to @n.
+ */
+static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
+		     struct ct_victim *v)
+{
+	uint64_t r = ct_evict_random();
+	struct ct_xdir *d = ct_rcu_deref(x->dir);
+	size_t size = (size_t)1 << d->depth, j, k;
+	struct ct_xseg *o, *vs;
+	uint32_t *prev;
+
+	xh_sample_seg(s, (unsigned int)r, v);
+	for (k = 0, j = (size_t)(r >> 32) & (size - 1);
+	     k < size && v->seen < CT_EVICT_SAMPLE; k++, j = (j + 1) & (size - 1)) {
+		o = ct_rcu_deref(d->slot[j]);
+		/* Once per segment: at the first slot of its range. */
+		if (o == s || j != (size_t)o->prefix << (d->depth - o->depth) ||
+		    !ct_victim_trylock(v, &o->lock, &s->lock))
+			continue;
+		prev = v->lock;
+		if (!o->dead)	/* I3: a dead one's nodes are elsewhere */
+			xh_sample_seg(o, (unsigned int)r, v);
+		ct_victim_settle(v, &o->lock, prev, &s->lock);
+	}
+	if (!v->node)
+		return false;
+	vs = v->owner;
+	ct_victim_unlink(v);
+	vs->count--;
+	if (v->node->ct_state == CONNTAB_TIMEWAIT)
+		vs->tw--;
+	xh_count_add(x, v->node->ct_hash, -1);
+	ct_victim_unlock(v, &s->lock);
+	return true;
+}
+
+/* Insert, or with @rank insert_evict: the two share everything else. */
+static int xh_insert_common(struct conntab *t, struct conntab_node *n,
+			    struct conntab_node **recycled, ct_rank_fn rank,
+			    void *arg, struct conntab_node **evicted)
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
 	struct conntab_node **head;
 	struct ct_xseg *s, *o;
+	struct ct_victim v;
 	int err;
 
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_insert_locked(t, head, n, recycled, &d);
+	/* -ENOSPC comes after the key check: the key is absent. */
+	if (err == -ENOSPC && rank) {
+		ct_victim_init(&v, rank, arg);
+		if (xh_evict(x, s, &v)) {
+			ct_chain_push(head, n);
+			d.entries++;
+			*evicted = v.node;
+			err = 0;
+		}
+	}
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	xh_grow_locked(x, s, &d);
 	ct_spin_unlock(&s->lock);
 	xh_resize_step(x);
 	xh_read_unlock(x);
 	return err;
+}
+
+static int xh_insert(struct conntab *t, struct conntab_node *n,
+		     struct conntab_node **recycled)
+{
+	return xh_insert_common(t, n, recycled, NULL, NULL, NULL);
+}
+
+static int xh_insert_evict(struct conntab *t, struct conntab_node *n,
+			   ct_rank_fn rank, void *arg,
+			   struct conntab_node **evicted)
+{
+	return xh_insert_common(t, n, NULL, rank, arg, evicted);
 }
 
 /* Batch steps (lib/batch.h); the directory is small and mostly cached. */
@@ -898,13 +1063,14 @@ static inline void xh_prefetch_head(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&xh_seg_rcu(ct_exthash(t), h)->head[xh_idx(h)]);
 }
 
-static inline void xh_prefetch_first(struct conntab *t, uint32_t h)
+static inline struct conntab_node *xh_prefetch_first(struct conntab *t,
+						      uint32_t h)
 {
 	struct ct_xseg *s = xh_seg_rcu(ct_exthash(t), h);
 	struct conntab_node *first = ct_rcu_deref(s->head[xh_idx(h)]);
 
-	if (!ct_is_nulls(first))
-		__builtin_prefetch(first);
+	__builtin_prefetch(ct_is_nulls(first) ? (void *)s : first);
+	return first;
 }
 
 static inline struct conntab_node *xh_find_hashed(struct conntab *t,
@@ -916,21 +1082,7 @@ static inline struct conntab_node *xh_find_hashed(struct conntab *t,
 	return xh_find(x, xh_seg_rcu(x, h), h, k);
 }
 
-static struct conntab_node *xh_lookup(struct conntab *t,
-				      const struct conntab_key *k)
-{
-	return xh_find_hashed(t, ct_hash_key(&t->secret, k), k);
-}
-
-static size_t xh_lookup_batch(struct conntab *t, const struct conntab_key *keys,
-			      struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= xh_prefetch_head,
-		.first	= xh_prefetch_first,
-		.find	= xh_find_hashed,
-	});
-}
+CT_READ_OPS_DEFINE(xh, xh_find_hashed, xh_prefetch_head, xh_prefetch_first)
 
 static int xh_remove(struct conntab *t, struct conntab_node *n)
 {
@@ -943,6 +1095,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n)
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_remove_locked(t, head, n, &d);
 	xh_apply(o, &d);
+	xh_count_add(x, n->ct_hash, d.entries);
 	if (s->splitting) {
 		/* A split in progress is finished before any merge. */
 		xh_split_step(x, s);
@@ -1021,38 +1174,47 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 }
 
 /*
- * Exactly once, and without allocating (walk.h): the walk visits the nodes
- * in increasing (hash, address) order, a cursor marking the last one
- * visited. Each step snapshots the segments covering the cursor's hash r
- * (as above) and selects the CT_WALK_BATCH smallest nodes above the cursor
- * with hash in [r, hi); fn runs on them with no lock held and on no live
- * chain, so it may remove or time-wait its node. A step that selected
- * fewer saw the whole range: the cursor moves on to (hi, 0). A node
+ * Exactly once, and without allocating (walk.h): a walk or scan visits
+ * the nodes in increasing (hash, address) order, a cursor marking the
+ * last one visited. Each step snapshots the segments covering the hash r
+ * (as above) and selects the smallest nodes above the cursor with hash in
+ * [r, hi); fn runs on them with no lock held and on no live chain, so it
+ * may remove or time-wait its node. A step that selected fewer than it
+ * could saw the whole range: the cursor moves on to (hi, 0). A node
  * present throughout is above the cursor until the one step that selects
- * it, whatever splits or merges happen, so it is visited exactly once.
+ * it, whatever splits, merges and directory resizes happen, within a call
+ * or between the calls of a scan (the order depends on no segment), so it
+ * is visited exactly once; any other node at most once.
+ *
+ * The position between scan calls (walk.h's layout): pos[0] the range
+ * start r (2^32 at the end), pos[1] the cursor's hash with
+ * CT_WALK_POS_CUR set if there is one, pos[2] its address.
  */
-static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
+static int xh_walk_from(struct ct_exthash *x, uint64_t *pos, int state,
+			size_t budget, ct_walk_fn fn, void *arg)
 {
-	struct ct_exthash *x = ct_exthash(t);
+	struct ct_walk_budget bu;
 	struct ct_walk_sel sel;
-	struct conntab_node *n;
-	uint64_t r = 0, hi;
-	size_t i;
+	uint64_t r, hi;
+	bool more;
+	size_t b;
 	int ret;
 
-	ct_walk_sel_init(&sel);
-	while (r <= UINT32_MAX) {
-		xh_snapshot(x, (uint32_t)r, &sel, &hi);
-		for (i = 0; i < sel.len; i++) {
-			n = sel.v[i];
-			if (state != CT_WALK_ALL &&
-			    conntab_node_state(n) != (enum conntab_state)state)
-				continue;
-			ret = fn(n, arg);
-			if (ret)
-				return ret;
+	if (!ct_walk_pos_load(pos, (size_t)1 << 32, &b, &sel))
+		return -EINVAL;
+	ct_walk_budget_init(&bu, budget);
+	for (r = b; r <= UINT32_MAX;) {
+		if (!ct_walk_step(&bu, &sel)) {
+			ct_walk_pos_save(pos, r, &sel);
+			return 0;
 		}
-		if (ct_walk_sel_advance(&sel)) {
+		xh_snapshot(x, (uint32_t)r, &sel, &hi);
+		ret = ct_walk_visit(&bu, &sel, state, fn, arg, &more);
+		if (ret) {
+			ct_walk_pos_save(pos, r, &sel);
+			return ret;
+		}
+		if (more) {
 			r = sel.cur_hash;	/* more in this range */
 			continue;
 		}
@@ -1061,7 +1223,23 @@ static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 		sel.cur_hash = (uint32_t)hi;
 		sel.cur_addr = 0;
 	}
-	return 0;
+	ct_walk_sel_init(&sel);
+	ct_walk_pos_save(pos, r, &sel);
+	return 1;
+}
+
+static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
+{
+	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
+	int ret = xh_walk_from(ct_exthash(t), pos, state, SIZE_MAX, fn, arg);
+
+	return ret == 1 ? 0 : ret;
+}
+
+static int xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
+		   size_t budget, ct_walk_fn fn, void *arg)
+{
+	return xh_walk_from(ct_exthash(t), pos, CT_WALK_ALL, budget, fn, arg);
 }
 
 /* Longest chain a lookup of chain @i of @s (locked) walks. */
@@ -1135,14 +1313,16 @@ static void xh_resize_stats(struct conntab *t, struct conntab_resize_stats *rs)
 }
 
 const struct conntab_ops ct_exthash_ops = {
+	.registered_writers = true,	/* I5: call_rcu, read lock */
 	.create		= xh_create,
 	.destroy	= xh_destroy,
 	.insert		= xh_insert,
-	.lookup		= xh_lookup,
-	.lookup_batch	= xh_lookup_batch,
+	.insert_evict	= xh_insert_evict,
+	.read		= CT_READ_OPS(xh),
 	.remove		= xh_remove,
 	.timewait	= xh_timewait,
 	.walk		= xh_walk,
+	.scan		= xh_scan,
 	.stats		= xh_stats,
 	.resize_stats	= xh_resize_stats,
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Keyed hash of a connection key: SipHash-1-3 with the table's 128-bit
- * secret.
+ * secret (CONNTAB_HASH_SIPHASH, and the choice of CONNTAB_HASH_AUTO on a
+ * CPU without AES instructions; aes.h has the other).
  *
  * Why SipHash: the remote address and port are chosen by whoever sends us
  * packets. With a keyed PRF and a secret drawn per table, an attacker who
@@ -85,8 +86,8 @@ static inline uint64_t ct_key_word0(const struct conntab_key *k)
 	return ct_load64(k);
 }
 
-/* The 32-bit keyed hash every hash backend indexes and stores. */
-static inline uint32_t ct_hash_key(const struct ct_secret *sec,
+/* The 32-bit SipHash of a key (CONNTAB_HASH_SIPHASH). */
+static inline uint32_t ct_hash_sip(const struct ct_secret *sec,
 				   const struct conntab_key *k)
 {
 	struct ct_sip s;

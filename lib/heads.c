@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Arrays of chain heads: allocation, teardown and the depth scan.
+ * Arrays of chain heads: allocation, teardown and the depth scan; the
+ * dummy node the batch pipeline reads for an empty chain.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "batch.h"
 #include "chain.h"
 #include "conntab-int.h"
+#include "evict.h"
 #include "heads.h"
 #include "mem.h"
+
+/* Zero key (no valid key has family 0), its chain ends at once. */
+const struct conntab_node ct_batch_dummy = {
+	.ct_next = (struct conntab_node *)1,	/* ct_nulls(0) */
+};
 
 size_t ct_buckets_for(size_t expected, size_t min)
 {
@@ -83,4 +91,57 @@ size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 		ct_unlock_stripe(s);
 	}
 	return depth;
+}
+
+/* Offer the chains of bucket @b (its stripe @s held) to the sample. */
+static void ct_heads_sample_bucket(struct conntab_node **heads, size_t b,
+				   unsigned int per_bucket, struct ct_stripe *s,
+				   struct ct_victim *v)
+{
+	unsigned int j;
+
+	for (j = 0; j < per_bucket; j++)
+		ct_victim_chain(v, &heads[b * per_bucket + j], s, &s->lock);
+}
+
+bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
+		     unsigned int per_bucket, const struct ct_locks *lk,
+		     struct ct_stripe *own, struct ct_victim *v)
+{
+	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
+	size_t o = (size_t)(own - lk->stripe), j0, k, j;
+	struct ct_stripe *s;
+	uint32_t *prev;
+
+	/*
+	 * Buckets of our own stripe first, from a random one on: no lock
+	 * to take, and a large table has the sample there. (The bucket
+	 * count is a power of two >= the stripe count, so every stripe
+	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
+	 */
+	j0 = (size_t)(ct_evict_random() % per);
+	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
+		ct_heads_sample_bucket(heads, o + ((j0 + k) % per) * stripes,
+				       per_bucket, own, v);
+	/* A small or sparse table: the other stripes, try-locked. */
+	for (k = 1; k < stripes && v->seen < CT_EVICT_SAMPLE; k++) {
+		s = &lk->stripe[(o + k) & lk->mask];
+		if (!ct_victim_trylock(v, &s->lock, &own->lock))
+			continue;	/* busy: skip, never wait */
+		prev = v->lock;
+		for (j = 0; j < per && v->seen < CT_EVICT_SAMPLE; j++)
+			ct_heads_sample_bucket(heads, (o + k) % stripes +
+					       j * stripes, per_bucket, s, v);
+		ct_victim_settle(v, &s->lock, prev, &own->lock);
+	}
+	return v->node != NULL;
+}
+
+void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own)
+{
+	struct ct_stripe *vs = v->owner;
+
+	ct_victim_unlink(v);
+	ct_stripe_add(vs, -1, -(v->node->ct_state == CONNTAB_TIMEWAIT));
+	ct_victim_unlock(v, &own->lock);
 }

@@ -12,6 +12,7 @@
 #ifndef CT_HEADS_H
 #define CT_HEADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "conntab/conntab.h"
@@ -57,5 +58,24 @@ void ct_heads_release(struct conntab_node **heads, size_t n,
  */
 size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 			  unsigned int per_bucket, const struct ct_locks *lk);
+
+struct ct_victim;
+
+/*
+ * Eviction sample over @nbuckets buckets of @per_bucket heads each (see
+ * evict.h), the newcomer's stripe @own locked: buckets of @own from a
+ * random one on, then the other stripes' (try-locked) in stripe order,
+ * until CT_EVICT_SAMPLE nodes were offered or every bucket was. The kept
+ * victim's owner is its stripe. True if a node ranked >= 0.
+ */
+bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
+		     unsigned int per_bucket, const struct ct_locks *lk,
+		     struct ct_stripe *own, struct ct_victim *v);
+
+/*
+ * Unlink the victim ct_heads_sample() chose, counted by its stripe, and
+ * drop that stripe's lock unless it is the newcomer's @own.
+ */
+void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own);
 
 #endif /* CT_HEADS_H */

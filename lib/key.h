@@ -33,6 +33,27 @@ static inline bool ct_key_eq(const struct conntab_key *a,
 	       ct_load64(&a->raddr.bytes[8]) == ct_load64(&b->raddr.bytes[8]);
 }
 
+/*
+ * ct_key_eq() without a branch on @a, a node's key that may still be on
+ * its way from memory (batch.h): the words are compared with bitwise
+ * operations. The one branch is on @b's family, the key looked up, known
+ * early and the same for most keys of a batch.
+ */
+static inline bool ct_key_eq_nb(const struct conntab_key *a,
+				const struct conntab_key *b)
+{
+	uint64_t d = ct_key_word0(a) ^ ct_key_word0(b);
+
+	if (__builtin_expect(b->family == AF_INET, 1))
+		return (d | (uint32_t)(a->laddr.v4.s_addr ^ b->laddr.v4.s_addr) |
+			(uint32_t)(a->raddr.v4.s_addr ^ b->raddr.v4.s_addr)) == 0;
+	d |= ct_load64(&a->laddr.bytes[0]) ^ ct_load64(&b->laddr.bytes[0]);
+	d |= ct_load64(&a->laddr.bytes[8]) ^ ct_load64(&b->laddr.bytes[8]);
+	d |= ct_load64(&a->raddr.bytes[0]) ^ ct_load64(&b->raddr.bytes[0]);
+	d |= ct_load64(&a->raddr.bytes[8]) ^ ct_load64(&b->raddr.bytes[8]);
+	return d == 0;
+}
+
 bool ct_key_valid(const struct conntab_key *k);
 
 /*

@@ -8,7 +8,10 @@ lib_libconntab_la_SOURCES = \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \
-	lib/hash.h lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h \
+	lib/evict.c lib/evict.h \
+	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/probes.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \
 	lib/split.c \
@@ -18,5 +21,19 @@ lib_libconntab_la_SOURCES = \
 	lib/trie-resize.c
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# Symbol versions: lib/libconntab.map (doc/releasing.md).
 lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
-	-no-undefined
+	-no-undefined -Wl,--version-script=$(srcdir)/lib/libconntab.map
+EXTRA_lib_libconntab_la_DEPENDENCIES = lib/libconntab.map
+EXTRA_DIST += lib/libconntab.map
+
+# The library again, with the exthash directory copied one slot every 64
+# writer calls (CT_XH_COPY_STEP, CT_XH_COPY_EVERY), so that resizes stay
+# pending across most splits and merges, which keep updating the filled
+# part of the pending directory: tests/test-exthash-copystep. Not
+# installed.
+check_LTLIBRARIES = lib/libconntab-copystep.la
+lib_libconntab_copystep_la_SOURCES = $(lib_libconntab_la_SOURCES)
+lib_libconntab_copystep_la_CPPFLAGS = $(lib_libconntab_la_CPPFLAGS) \
+	-DCT_XH_COPY_STEP=1 -DCT_XH_COPY_EVERY=64
+lib_libconntab_copystep_la_CFLAGS = $(lib_libconntab_la_CFLAGS)

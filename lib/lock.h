@@ -26,9 +26,23 @@ struct ct_stripe {
 	uint32_t seq;		/* odd while a writer moves a key against the
 				   readers' scan order (split.c); readers
 				   check it on their miss path only */
-	long entries;		/* nodes in this stripe's buckets (under lock) */
-	long timewait;		/* of which TIME_WAIT (under lock) */
+	long entries;		/* nodes in this stripe's buckets */
+	long timewait;		/* of which TIME_WAIT */
 } __attribute__((aligned(CT_CACHELINE)));
+
+/*
+ * Change a stripe's counters (stripe locked). Only lock holders write
+ * them, but conntab_stats() reads them without the lock
+ * (ct_locks_count()): the stores are atomic (relaxed), so that reading
+ * them is not a data race in C's memory model. The lock orders writers.
+ */
+static inline void ct_stripe_add(struct ct_stripe *s, long entries,
+				 long timewait)
+{
+	__atomic_store_n(&s->entries, s->entries + entries, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->timewait, s->timewait + timewait,
+			 __ATOMIC_RELAXED);
+}
 
 struct ct_locks {
 	struct ct_stripe *stripe;

@@ -54,10 +54,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
 #include "chain.h"
 #include "conntab-int.h"
+#include "evict.h"
+#include "hash-ops.h"
 #include "heads.h"
+#include "probes.h"
 #include "walk.h"
 
 /* Smallest table, for expected = 0. */
@@ -141,43 +143,85 @@ static inline void split_seq_end(struct ct_stripe *s)
 	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
 }
 
-static int split_insert(struct conntab *t, struct conntab_node *n,
-			struct conntab_node **recycled)
+/* Insert @n, its stripe @s held; -ENOSPC only once the key is absent. */
+static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
+			       struct conntab_node *n,
+			       struct conntab_node **recycled)
 {
 	struct ct_split *sp = ct_split(t);
 	uint32_t h = n->ct_hash, b = h & sp->mask;
 	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
 	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
 	struct conntab_node **pprev, *old;
+	size_t nest, ntw;
+
+	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest))
+		return -EEXIST;
+	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev, &ntw);
+	if (old) {
+		if (!recycled)
+			return -EEXIST;
+		/*
+		 * tw -> est: push first, so the key is on a chain at every
+		 * instant; seq odd meanwhile, since a reader scans est before
+		 * tw (see top of file).
+		 */
+		split_seq_begin(s);
+		ct_chain_push(est, n);
+		ct_chain_unlink_release(pprev, old);
+		split_seq_end(s);
+		ct_node_release(old);
+		ct_stripe_add(s, 0, -1);
+		*recycled = old;
+		return 0;
+	}
+	if (!ct_reserve(t))
+		return -ENOSPC;
+	ct_chain_push(est, n);
+	ct_stripe_add(s, 1, 0);
+	/* A miss in this bucket passes both chains. */
+	ct_probe_chain(t, h, nest + 1 + ntw);
+	return 0;
+}
+
+static int split_insert(struct conntab *t, struct conntab_node *n,
+			struct conntab_node **recycled)
+{
+	struct ct_stripe *s = ct_lock_hash(&ct_split(t)->locks, n->ct_hash);
+	int err = split_insert_locked(t, s, n, recycled);
+
+	ct_unlock_stripe(s);
+	return err;
+}
+
+/*
+ * At the cap, evict a sampled node of either chain (a plain unlink, as
+ * split_remove: no move, no seq) and link @n in its place in the count.
+ */
+static int split_insert_evict(struct conntab *t, struct conntab_node *n,
+			      ct_rank_fn rank, void *arg,
+			      struct conntab_node **evicted)
+{
+	struct ct_split *sp = ct_split(t);
+	uint32_t h = n->ct_hash;
+	struct ct_victim v;
 	struct ct_stripe *s;
-	int err = 0;
+	int err;
 
 	s = ct_lock_hash(&sp->locks, h);
-	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev)) {
-		err = -EEXIST;
-	} else if ((old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev))) {
-		if (!recycled) {
-			err = -EEXIST;
-		} else {
-			/*
-			 * tw -> est: push first, so the key is on a chain at
-			 * every instant; seq odd meanwhile, since a reader
-			 * scans est before tw (see top of file).
-			 */
-			split_seq_begin(s);
-			ct_chain_push(est, n);
-			ct_chain_unlink_release(pprev, old);
-			split_seq_end(s);
-			ct_node_release(old);
-			s->timewait--;
-			*recycled = old;
-		}
-	} else if (!ct_reserve(t)) {
-		err = -ENOSPC;
-	} else {
-		ct_chain_push(est, n);
-		s->entries++;
-	}
+	err = split_insert_locked(t, s, n, NULL);
+	if (err != -ENOSPC)
+		goto out;
+	ct_victim_init(&v, rank, arg);
+	if (!ct_heads_sample(sp->heads, (size_t)sp->mask + 1, 2, &sp->locks,
+			     s, &v))
+		goto out;
+	ct_heads_evict(&v, s);
+	ct_chain_push(split_head(sp, h & sp->mask, CONNTAB_ESTABLISHED), n);
+	ct_stripe_add(s, 1, 0);
+	*evicted = v.node;
+	err = 0;
+out:
 	ct_unlock_stripe(s);
 	return err;
 }
@@ -252,12 +296,6 @@ split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 	return split_find_slow(sp, b, h, k);
 }
 
-static struct conntab_node *split_lookup(struct conntab *t,
-					 const struct conntab_key *k)
-{
-	return split_find(t, ct_hash_key(&t->secret, k), k);
-}
-
 static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 {
 	struct ct_split *sp = ct_split(t);
@@ -265,30 +303,25 @@ static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 	__builtin_prefetch(&sp->heads[split_est_id(h & sp->mask)]);
 }
 
-/* Both chains' first nodes: the batch does not know which state it wants. */
-static inline void split_prefetch_first(struct conntab *t, uint32_t h)
+/*
+ * Both chains' first nodes: the batch does not know which state it wants.
+ * The est chain's is the one the probe checks (split_find walks it first).
+ */
+static inline struct conntab_node *split_prefetch_first(struct conntab *t,
+							uint32_t h)
 {
 	struct ct_split *sp = ct_split(t);
 	struct conntab_node **bk = &sp->heads[split_est_id(h & sp->mask)];
 	struct conntab_node *e = ct_rcu_deref(bk[0]);
 	struct conntab_node *w = ct_rcu_deref(bk[1]);
 
-	if (!ct_is_nulls(e))
-		__builtin_prefetch(e);
-	if (!ct_is_nulls(w))
-		__builtin_prefetch(w);
+	__builtin_prefetch(ct_is_nulls(e) ? (void *)sp : e);
+	__builtin_prefetch(ct_is_nulls(w) ? (void *)sp : w);
+	return e;
 }
 
-static size_t split_lookup_batch(struct conntab *t,
-				 const struct conntab_key *keys,
-				 struct conntab_node **out, size_t n)
-{
-	return ct_batch_lookup(t, keys, out, n, (struct ct_batch_steps){
-		.bucket	= split_prefetch_bucket,
-		.first	= split_prefetch_first,
-		.find	= split_find,
-	});
-}
+CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
+		   split_prefetch_first)
 
 static void split_prefetch(struct conntab *t, uint32_t h)
 {
@@ -313,9 +346,7 @@ static int split_remove(struct conntab *t, struct conntab_node *n)
 	    (pprev = ct_chain_pprev(split_head(sp, b, n->ct_state), n))) {
 		ct_chain_unlink_release(pprev, n);
 		ct_node_release(n);
-		s->entries--;
-		if (n->ct_state == CONNTAB_TIMEWAIT)
-			s->timewait--;
+		ct_stripe_add(s, -1, -(n->ct_state == CONNTAB_TIMEWAIT));
 		ct_unreserve(t);
 		err = 0;
 	}
@@ -349,22 +380,22 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
 		ct_chain_move(pprev, est, twhead);
-		s->timewait++;
+		ct_stripe_add(s, 0, 1);
 	} else {
 		/* tw on its chain before est leaves its own (R). */
 		ct_chain_push(twhead, tw);
 		ct_chain_unlink_release(pprev, est);
 		ct_node_release(est);
-		s->timewait++;
+		ct_stripe_add(s, 0, 1);
 	}
 	ct_unlock_stripe(s);
 	return err;
 }
 
 /*
- * One pass of the walk over bucket @b (walk.h): its est chain, then its tw
- * chain, into @sel. False if the est scan was diverted by a move to tw;
- * the pass is then retried (nothing was called yet).
+ * One pass of a walk or scan over bucket @b (walk.h): its est chain, then
+ * its tw chain, into @sel. False if the est scan was diverted by a move to
+ * tw; the pass is then retried (nothing was called yet).
  *
  * A node in the table for the whole walk is seen in every pass: if it left
  * est before the est scan reached it, it was on tw before (R), and the
@@ -376,16 +407,15 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
  * sweep reads no established entry; CONNTAB_ESTABLISHED scans only est
  * chains, and the caller skips a node caught in its move to tw.
  */
-static bool split_walk_pass(struct ct_split *sp, uint32_t b, int state,
+static bool split_walk_pass(struct conntab *t, size_t b, int state,
 			    struct ct_walk_sel *sel)
 {
-	uintptr_t id = split_est_id(b);
+	struct ct_split *sp = ct_split(t);
+	uintptr_t id = split_est_id((uint32_t)b);
 
 	if (state != CONNTAB_TIMEWAIT &&
-	    !ct_walk_sel_chain(sel, &sp->heads[id], id)) {
-		sel->len = 0;
+	    !ct_walk_sel_chain(sel, &sp->heads[id], id))
 		return false;
-	}
 	if (state == CONNTAB_ESTABLISHED)
 		return true;
 	/* Pairs with (R): a node gone from the est scan is on tw. */
@@ -396,31 +426,19 @@ static bool split_walk_pass(struct ct_split *sp, uint32_t b, int state,
 
 static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
-	struct ct_split *sp = ct_split(t);
-	struct ct_walk_sel sel;
-	struct conntab_node *n;
-	uint32_t b = 0;
-	size_t i;
+	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
 	int ret;
 
-	do {
-		ct_walk_sel_init(&sel);
-		do {
-			while (!split_walk_pass(sp, b, state, &sel))
-				;
-			/* fn runs on the selection: it may move or unlink n. */
-			for (i = 0; i < sel.len; i++) {
-				n = sel.v[i];
-				if (state != CT_WALK_ALL &&
-				    (int)conntab_node_state(n) != state)
-					continue;
-				ret = fn(n, arg);
-				if (ret)
-					return ret;
-			}
-		} while (ct_walk_sel_advance(&sel));
-	} while (b++ < sp->mask);
-	return 0;
+	ret = ct_walk_buckets(t, pos, (size_t)ct_split(t)->mask + 1, state,
+			      SIZE_MAX, split_walk_pass, fn, arg);
+	return ret == 1 ? 0 : ret;
+}
+
+static int split_table_scan(struct conntab *t, uint64_t *pos, bool fresh,
+			    size_t budget, ct_walk_fn fn, void *arg)
+{
+	return ct_walk_buckets(t, pos, (size_t)ct_split(t)->mask + 1,
+			       CT_WALK_ALL, budget, split_walk_pass, fn, arg);
 }
 
 static void split_stats(struct conntab *t, struct conntab_stats *st)
@@ -441,11 +459,12 @@ const struct conntab_ops ct_split_ops = {
 	.create		= split_create,
 	.destroy	= split_destroy,
 	.insert		= split_insert,
+	.insert_evict	= split_insert_evict,
 	.prefetch	= split_prefetch,
-	.lookup		= split_lookup,
-	.lookup_batch	= split_lookup_batch,
+	.read		= CT_READ_OPS(split),
 	.remove		= split_remove,
 	.timewait	= split_timewait,
 	.walk		= split_walk,
+	.scan		= split_table_scan,
 	.stats		= split_stats,
 };

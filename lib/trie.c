@@ -222,11 +222,14 @@ static void trie_resize_stats(struct conntab *t,
 
 const struct conntab_ops ct_trie_ops = {
 	.unhashed	= true,
+	.registered_writers = true,	/* retires nodes through call_rcu */
 	.create		= trie_create,
 	.destroy	= trie_destroy,
 	.insert		= ct_trie_insert,
-	.lookup		= ct_trie_lookup,
-	.lookup_batch	= ct_trie_lookup_batch,
+	.read		= {
+		[CONNTAB_HASH_SIPHASH]	= { ct_trie_lookup, ct_trie_lookup_batch },
+		[CONNTAB_HASH_AES]	= { ct_trie_lookup, ct_trie_lookup_batch },
+	},
 	.remove		= ct_trie_remove,
 	.timewait	= ct_trie_timewait,
 	.walk		= ct_trie_walk,

@@ -30,11 +30,13 @@
 #ifndef CT_WALK_H
 #define CT_WALK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "chain.h"
+#include "conntab-int.h"
 
 #define CT_WALK_BATCH	32
 
@@ -43,6 +45,7 @@ struct ct_walk_sel {
 	uint32_t cur_hash;	/* the cursor: last node visited */
 	uintptr_t cur_addr;
 	size_t len;
+	size_t cap;		/* selection size, <= CT_WALK_BATCH */
 	struct conntab_node *v[CT_WALK_BATCH];	/* ascending (hash, address) */
 };
 
@@ -52,11 +55,12 @@ static inline bool ct_walk_before(uint32_t h1, uintptr_t a1,
 	return h1 < h2 || (h1 == h2 && a1 < a2);
 }
 
-/* Start a bucket: no cursor, empty selection. */
+/* Start a bucket: no cursor, empty selection of CT_WALK_BATCH. */
 static inline void ct_walk_sel_init(struct ct_walk_sel *s)
 {
 	s->have_cur = false;
 	s->len = 0;
+	s->cap = CT_WALK_BATCH;
 }
 
 /* Keep @n if it is above the cursor and among the smallest offered. */
@@ -75,9 +79,9 @@ static inline void ct_walk_sel_offer(struct ct_walk_sel *s,
 			break;
 	if (i > 0 && s->v[i - 1] == n)
 		return;		/* seen on another chain in this pass */
-	if (i == CT_WALK_BATCH)
+	if (i == s->cap)
 		return;		/* larger than a full selection */
-	if (s->len == CT_WALK_BATCH)
+	if (s->len == s->cap)
 		s->len--;	/* drop the largest */
 	memmove(&s->v[i + 1], &s->v[i], (s->len - i) * sizeof(s->v[0]));
 	s->v[i] = n;
@@ -107,7 +111,7 @@ static inline bool ct_walk_sel_chain(struct ct_walk_sel *s,
  */
 static inline bool ct_walk_sel_advance(struct ct_walk_sel *s)
 {
-	bool full = s->len == CT_WALK_BATCH;
+	bool full = s->len == s->cap;
 
 	if (s->len) {
 		s->cur_hash = s->v[s->len - 1]->ct_hash;
@@ -116,6 +120,156 @@ static inline bool ct_walk_sel_advance(struct ct_walk_sel *s)
 	}
 	s->len = 0;
 	return full;
+}
+
+/*
+ * A pass over a fixed array of buckets (chained, split) in the total
+ * order (bucket, hash, address), resumable: the walk of the table, and
+ * conntab_scan() in bounded calls. Each bucket is visited as above; the
+ * position between calls is the bucket and the cursor within it:
+ *
+ *	pos[0]	bucket (nbuckets: the pass is over)
+ *	pos[1]	the cursor's hash, bit 32 set if the bucket has a cursor
+ *	pos[2]	the cursor's address
+ *
+ * Buckets never move, and a node's hash and address do not change while
+ * a reader may see it, so a node present for the whole pass keeps its
+ * place in the order, which the position only ever passes once: it is
+ * visited exactly once, across calls as within one. Any other node is
+ * visited only when the position passes its place, so at most once (a
+ * node removed and inserted again with the same key has the same place).
+ */
+#define CT_WALK_POS_CUR		(1ull << 32)
+
+static inline void ct_walk_pos_save(uint64_t *pos, size_t b,
+				    const struct ct_walk_sel *s)
+{
+	pos[0] = b;
+	pos[1] = s->have_cur ? CT_WALK_POS_CUR | s->cur_hash : 0;
+	pos[2] = s->have_cur ? s->cur_addr : 0;
+}
+
+/* Restore a saved position; false if no pass can have saved it. */
+static inline bool ct_walk_pos_load(const uint64_t *pos, size_t nbuckets,
+				    size_t *b, struct ct_walk_sel *s)
+{
+	ct_walk_sel_init(s);
+	if (pos[0] > nbuckets || (pos[1] & ~(CT_WALK_POS_CUR | UINT32_MAX)) ||
+	    (!(pos[1] & CT_WALK_POS_CUR) && pos[2]) || pos[3] || pos[4])
+		return false;
+	*b = pos[0];
+	s->have_cur = pos[1] & CT_WALK_POS_CUR;
+	s->cur_hash = (uint32_t)pos[1];
+	s->cur_addr = pos[2];
+	return true;
+}
+
+/*
+ * What a walk or scan call may still do: callbacks, and steps that offer
+ * nothing (empty slots: conntab_scan() bounds those by the budget too).
+ */
+struct ct_walk_budget {
+	size_t calls;
+	size_t empty;
+};
+
+static inline void ct_walk_budget_init(struct ct_walk_budget *bu,
+				       size_t budget)
+{
+	bu->calls = budget;
+	bu->empty = budget > SIZE_MAX / CT_SCAN_EMPTY_PER_BUDGET ?
+		    SIZE_MAX : budget * CT_SCAN_EMPTY_PER_BUDGET;
+}
+
+/*
+ * Before a step: false if a budget ran out (the caller saves its
+ * position and returns 0); else size the selection to the calls left.
+ */
+static inline bool ct_walk_step(struct ct_walk_budget *bu,
+				struct ct_walk_sel *sel)
+{
+	if (!bu->calls || !bu->empty)
+		return false;
+	sel->cap = bu->calls < CT_WALK_BATCH ? bu->calls : CT_WALK_BATCH;
+	return true;
+}
+
+/*
+ * After a step: call @fn on the selection (the nodes in @state, or all
+ * for CT_WALK_ALL), on no live chain. Returns fn's first nonzero value,
+ * the cursor then just past that node, or 0 with the cursor past the
+ * selection and *@more set if the bucket or range may hold more above it.
+ */
+static inline int ct_walk_visit(struct ct_walk_budget *bu,
+				struct ct_walk_sel *sel, int state,
+				ct_walk_fn fn, void *arg, bool *more)
+{
+	struct conntab_node *n;
+	size_t i;
+	int ret;
+
+	bu->empty -= !sel->len;
+	for (i = 0; i < sel->len; i++) {
+		n = sel->v[i];
+		if (state != CT_WALK_ALL && (int)conntab_node_state(n) != state)
+			continue;
+		bu->calls--;
+		ret = fn(n, arg);
+		if (ret) {
+			sel->len = i + 1;
+			ct_walk_sel_advance(sel);
+			return ret;
+		}
+	}
+	*more = ct_walk_sel_advance(sel);
+	return 0;
+}
+
+/*
+ * From position @pos, call @fn for at most @budget nodes (in @state, or
+ * CT_WALK_ALL) of buckets [pos[0], @nbuckets), passing at most @budget x
+ * CT_SCAN_EMPTY_PER_BUDGET buckets that offer nothing; save the position.
+ * @pass(t, b, state, sel) offers every node of bucket b to @sel (reader,
+ * RCU read lock held), false if it was diverted by a move (the pass is
+ * then retried before any fn call). Returns 1 at the end of the buckets,
+ * 0 when a budget ran out, or fn's nonzero value (position just after
+ * that node). fn runs on the selection, on no live chain: it may unlink
+ * or move its node.
+ */
+static inline __attribute__((always_inline)) int
+ct_walk_buckets(struct conntab *t, uint64_t *pos, size_t nbuckets, int state,
+		size_t budget,
+		bool (*pass)(struct conntab *t, size_t b, int state,
+			     struct ct_walk_sel *sel),
+		ct_walk_fn fn, void *arg)
+{
+	struct ct_walk_budget bu;
+	struct ct_walk_sel sel;
+	bool more;
+	size_t b;
+	int ret;
+
+	if (!ct_walk_pos_load(pos, nbuckets, &b, &sel))
+		return -EINVAL;
+	ct_walk_budget_init(&bu, budget);
+	for (; b < nbuckets; b++, ct_walk_sel_init(&sel)) {
+		do {
+			if (!ct_walk_step(&bu, &sel)) {
+				ct_walk_pos_save(pos, b, &sel);
+				return 0;
+			}
+			while (!pass(t, b, state, &sel))
+				sel.len = 0;
+			ret = ct_walk_visit(&bu, &sel, state, fn, arg, &more);
+			if (ret) {
+				ct_walk_pos_save(pos, b, &sel);
+				return ret;
+			}
+		} while (more);
+	}
+	ct_walk_sel_init(&sel);
+	ct_walk_pos_save(pos, nbuckets, &sel);
+	return 1;
 }
 
 #endif /* CT_WALK_H */

@@ -3,9 +3,16 @@
  * Flavor-independent test helpers; see common.h.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__aarch64__)
+# include <sys/auxv.h>
+# ifndef HWCAP_AES
+#  define HWCAP_AES	(1 << 3)
+# endif
+#endif
 
 #include "common.h"
 
@@ -37,6 +44,33 @@ size_t t_backends(enum conntab_backend *out, size_t max)
 	for (b = CONNTAB_CHAINED; b <= CONNTAB_TRIE && n < max; b++)
 		if (conntab_backend_available((enum conntab_backend)b))
 			out[n++] = (enum conntab_backend)b;
+	return n;
+}
+
+enum conntab_hash t_hash = CONNTAB_HASH_AUTO;
+
+int t_cpu_has_aes(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("aes") &&
+	       __builtin_cpu_supports("sse4.1");
+#elif defined(__aarch64__)
+	return (getauxval(AT_HWCAP) & HWCAP_AES) != 0;
+#else
+	return 0;
+#endif
+}
+
+size_t t_hashes(enum conntab_hash *out, size_t max)
+{
+	const char *only = getenv("CONNTAB_TEST_HASH");
+	size_t n = 0;
+
+	if (n < max && (!only || !strcmp(only, "siphash")))
+		out[n++] = CONNTAB_HASH_SIPHASH;
+	if (n < max && t_cpu_has_aes() && (!only || !strcmp(only, "aes")))
+		out[n++] = CONNTAB_HASH_AES;
 	return n;
 }
 
@@ -94,6 +128,9 @@ int t_run(Suite *s, unsigned int watchdog_s)
 	int failed;
 
 	/* Default action of SIGALRM ends the program: a hang is a failure. */
+#if defined(__SANITIZE_THREAD__)
+	watchdog_s *= 10;	/* ThreadSanitizer: 5-15 times slower */
+#endif
 	alarm(watchdog_s);
 	srunner_set_fork_status(sr, CK_NOFORK);
 	srunner_run_all(sr, CK_ENV);
@@ -103,19 +140,64 @@ int t_run(Suite *s, unsigned int watchdog_s)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Checked fixtures: run before each test of their TCase. */
+static void t_use_auto(void)
+{
+	t_hash = CONNTAB_HASH_AUTO;
+}
+
+static void t_use_siphash(void)
+{
+	t_hash = CONNTAB_HASH_SIPHASH;
+}
+
+static void t_use_aes(void)
+{
+	t_hash = CONNTAB_HASH_AES;
+}
+
+static void t_add_case(Suite *s, enum conntab_backend b, enum conntab_hash h,
+		       const TTest *const *fns, size_t nfns, double timeout)
+{
+	static const SFun use[] = {
+		[CONNTAB_HASH_AUTO] = t_use_auto,
+		[CONNTAB_HASH_SIPHASH] = t_use_siphash,
+		[CONNTAB_HASH_AES] = t_use_aes,
+	};
+	/* Check keeps the name pointer: names that live on, one per case. */
+	static char names[32][32];
+	static size_t nnames;
+	char *name = names[nnames++ % 32];
+	TCase *tc;
+	size_t j;
+
+	if (h == CONNTAB_HASH_AUTO)
+		snprintf(name, sizeof(names[0]), "%s", conntab_backend_name(b));
+	else
+		snprintf(name, sizeof(names[0]), "%s/%s",
+			 conntab_backend_name(b), conntab_hash_name(h));
+	tc = tcase_create(name);
+	tcase_set_timeout(tc, timeout);
+	tcase_add_checked_fixture(tc, use[h], NULL);
+	for (j = 0; j < nfns; j++)
+		tcase_add_loop_test(tc, fns[j], (int)b, (int)b + 1);
+	suite_add_tcase(s, tc);
+}
+
 void t_add_backend_cases(Suite *s, const TTest *const *fns, size_t nfns,
 			 double timeout)
 {
 	enum conntab_backend bs[8];
-	size_t nb = t_backends(bs, 8), i, j;
+	enum conntab_hash hs[4];
+	size_t nb = t_backends(bs, 8), nh = t_hashes(hs, 4), i, k;
 
 	for (i = 0; i < nb; i++) {
-		TCase *tc = tcase_create(conntab_backend_name(bs[i]));
-
-		tcase_set_timeout(tc, timeout);
-		for (j = 0; j < nfns; j++)
-			tcase_add_loop_test(tc, fns[j], (int)bs[i],
-					    (int)bs[i] + 1);
-		suite_add_tcase(s, tc);
+		if (bs[i] == CONNTAB_TRIE) {
+			t_add_case(s, bs[i], CONNTAB_HASH_AUTO, fns, nfns,
+				   timeout);
+			continue;
+		}
+		for (k = 0; k < nh; k++)
+			t_add_case(s, bs[i], hs[k], fns, nfns, timeout);
 	}
 }

@@ -28,6 +28,8 @@ struct tconn {
 	struct rcu_head rh;
 	uint32_t magic;
 	uint32_t id;
+	uint32_t mark, count;		/* a test's own bookkeeping */
+	long rank;
 };
 
 static inline struct tconn *t_conn_of(struct conntab_node *n)
@@ -42,6 +44,27 @@ void t_conn_free_now(struct tconn *c);
 
 /* The backends of enum conntab_backend this build accepts; returns count. */
 size_t t_backends(enum conntab_backend *out, size_t max);
+
+/*
+ * The hash of the tables the running test creates (t_table(), and every
+ * test that fills a struct conntab_config by hand): set per TCase by
+ * t_add_backend_cases(), CONNTAB_HASH_AUTO elsewhere.
+ */
+extern enum conntab_hash t_hash;
+
+/*
+ * Does this CPU have AES instructions? Asked of the CPU directly, not of
+ * the library, so that tests can check what CONNTAB_HASH_AUTO chose.
+ */
+int t_cpu_has_aes(void);
+
+/*
+ * The hashes a hash backend runs on this machine: SipHash, and AES where
+ * the CPU has it; CONNTAB_TEST_HASH=siphash (or aes) in the environment
+ * keeps one (make check-tsan: races do not depend on the hash). Returns
+ * the count.
+ */
+size_t t_hashes(enum conntab_hash *out, size_t max);
 
 /*
  * Key number @i of a family of distinct valid keys, about one in four of
@@ -82,8 +105,10 @@ int t_key_same(const struct conntab_key *a, const struct conntab_key *b);
 int t_run(Suite *s, unsigned int watchdog_s);
 
 /*
- * Add one TCase per available backend, named after it, each running the
- * tests in @fns once with the backend as the loop index _i.
+ * Add one TCase per available backend and hash ("chained/siphash",
+ * "chained/aes", ...; the trie, which computes no hash, once), each
+ * running the tests in @fns once with the backend as the loop index _i
+ * and t_hash set to the TCase's hash.
  */
 void t_add_backend_cases(Suite *s, const TTest *const *fns, size_t nfns,
 			 double timeout);

@@ -24,6 +24,7 @@ struct conntab *t_table(enum conntab_backend b, size_t expected,
 		.backend = b,
 		.expected = expected,
 		.max_entries = max_entries,
+		.hash = t_hash,
 	};
 	struct conntab *t = conntab_create(&cfg);
 

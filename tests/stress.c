@@ -4,11 +4,13 @@
  * tests: CI runs it for a few seconds per backend, and by hand it runs
  * for hours.
  *
- *   tests/stress [--seconds N] [--backend NAME] [--threads N]
- *                [--seed S] [--keys N]
+ *   tests/stress [--seconds N] [--backend NAME] [--hash NAME]
+ *                [--threads N] [--seed S] [--keys N]
  *
- * For every backend the library accepts (or the one named), N seconds
- * each (default 5): --threads readers (single and batched lookups) and as
+ * For every backend the library accepts (or the one named), under every
+ * hash the machine runs (SipHash, and AES where the CPU has it; or the
+ * one named; the trie, which does not hash, once), N seconds each
+ * (default 5): --threads readers (single and batched lookups) and as
  * many writers, a walker and a grower share one table created small
  * (expected = 0). The keys are IPv4 and IPv6 (t_key()):
  *
@@ -340,10 +342,10 @@ static void run_for(const char *name, unsigned long *const *ctrs, size_t n)
 	th_run_for(0, ctrs, n, 1);
 }
 
-static int stress_backend(enum conntab_backend b)
+static int stress_backend(enum conntab_backend b, enum conntab_hash h)
 {
-	const char *name = conntab_backend_name(b);
-	struct conntab_config cfg = { .backend = b };	/* small: grows */
+	struct conntab_config cfg = { .backend = b, .hash = h }; /* grows */
+	char name[48];
 	static struct reader rd[MAX_THREADS];
 	static struct writer wr[MAX_THREADS];
 	static struct grower gr;
@@ -357,6 +359,10 @@ static int stress_backend(enum conntab_backend b)
 	time_t t0 = time(NULL);
 	int bad = 0;
 
+	snprintf(name, sizeof(name), "%s/%s", conntab_backend_name(b),
+		 conntab_hash_name(h));
+	if (b == CONNTAB_TRIE)
+		snprintf(name, sizeof(name), "%s", conntab_backend_name(b));
 	table = conntab_create(&cfg);
 	if (!table) {
 		perror("stress: conntab_create");
@@ -470,10 +476,12 @@ static int stress_backend(enum conntab_backend b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: stress [--seconds N] [--backend NAME] "
+	fprintf(f, "usage: stress [--seconds N] [--backend NAME] [--hash NAME] "
 		"[--threads N] [--seed S] [--keys N]\n"
-		"  --seconds N  run time per backend (default 5)\n"
+		"  --seconds N  run time per backend and hash (default 5)\n"
 		"  --backend B  only this backend (default: every available)\n"
+		"  --hash H     only this hash: siphash, aes (default: each "
+		"the CPU runs)\n"
 		"  --threads N  readers, and as many writers (default 2)\n"
 		"  --seed S     random seed (default: from the clock)\n"
 		"  --keys N     fixed, flipping and churn keys (default 4096)\n");
@@ -498,6 +506,7 @@ int main(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "backend", required_argument, NULL, 'b' },
+		{ "hash", required_argument, NULL, 'H' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "seed", required_argument, NULL, 'r' },
 		{ "keys", required_argument, NULL, 'k' },
@@ -505,11 +514,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	enum conntab_backend bs[8];
-	size_t nb, i;
-	int c, b = -1, failed = 0;
+	enum conntab_hash hs[4];
+	size_t nb, nh, i, j;
+	int c, b = -1, h = -1, failed = 0;
 
 	opt.seed = (uint64_t)time(NULL);
-	while ((c = getopt_long(argc, argv, "s:b:t:r:k:h", lopts,
+	while ((c = getopt_long(argc, argv, "s:b:H:t:r:k:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -523,6 +533,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			opt.backend = optarg;
+			break;
+		case 'H':
+			h = conntab_hash_from_name(optarg);
+			if (h != CONNTAB_HASH_SIPHASH &&
+			    (h != CONNTAB_HASH_AES || !t_cpu_has_aes())) {
+				fprintf(stderr, "stress: hash %s not "
+					"available\n", optarg);
+				return 2;
+			}
 			break;
 		case 't':
 			opt.threads = (unsigned int)num_arg(optarg, "threads");
@@ -561,9 +580,18 @@ int main(int argc, char **argv)
 	       opt.nkeys, NGROW);
 	rcu_register_thread();
 	nb = t_backends(bs, 8);
-	for (i = 0; i < nb; i++)
-		if (b < 0 || (int)bs[i] == b)
-			failed |= stress_backend(bs[i]);
+	nh = t_hashes(hs, 4);
+	for (i = 0; i < nb; i++) {
+		if (b >= 0 && (int)bs[i] != b)
+			continue;
+		if (bs[i] == CONNTAB_TRIE) {
+			failed |= stress_backend(bs[i], CONNTAB_HASH_AUTO);
+			continue;
+		}
+		for (j = 0; j < nh; j++)
+			if (h < 0 || (int)hs[j] == h)
+				failed |= stress_backend(bs[i], hs[j]);
+	}
 	rcu_unregister_thread();
 	free(wk.set);
 	free(wk.seen);

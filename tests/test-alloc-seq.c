@@ -6,7 +6,9 @@
  * workload: create with expected = 0 (a growing backend must resize),
  * inserts through growth, time-wait in place and to another node,
  * insert_recycle over TIME_WAIT nodes, removals (a shrinking backend
- * resizes back), retries of what failed, destroy.
+ * resizes back), retries of what failed, a walk and a scan pass in small
+ * calls, destroy; then a second table with a cap, filled past it with
+ * conntab_insert_evict().
  *
  * Every call must succeed or give -ENOMEM (create: NULL with errno
  * ENOMEM) and leave the table as the model says: after each failure the
@@ -120,10 +122,66 @@ static void release_fn(struct conntab_node *n)
 	released++;
 }
 
+static long rank_id(struct conntab_node *n, void *arg)
+{
+	return (long)t_conn_of(n)->id;
+}
+
+/*
+ * A table capped at NK / 4, filled to NK keys with insert_evict: each
+ * call is 0 (an eviction once full) or -ENOMEM with nothing evicted, and
+ * the count never passes the cap.
+ */
+static void evict_workload(enum conntab_backend b, struct run *r)
+{
+	struct conntab_config cfg = {
+		.backend = b, .hash = t_hash, .max_entries = NK / 4,
+	};
+	struct conntab_node *ev;
+	struct conntab_stats st;
+	struct conntab_key k;
+	struct conntab *t;
+	size_t in = 0;
+	long i;
+	int err;
+
+	for (i = 0; i < NK; i++)
+		conntab_node_init(&est[i].node);
+	t = conntab_create(&cfg);
+	if (!t) {
+		if (errno != ENOMEM)
+			note("create: NULL with errno %d", errno);
+		r->nomem++;
+		return;
+	}
+	for (i = 0; i < NK; i++) {
+		t_key(&k, (uint32_t)i);
+		err = conntab_insert_evict(t, &est[i].node, &k, rank_id, NULL,
+					   &ev);
+		if (outcome(r, err, "insert_evict", i)) {
+			if (ev)
+				note("insert_evict -ENOMEM evicted %p",
+				     (void *)ev);
+			continue;
+		}
+		if (err)
+			continue;
+		if (ev)
+			conntab_node_init(ev);	/* no reader: reuse now */
+		else
+			in++;
+		conntab_stats(t, &st);
+		if (st.entries != in || in > NK / 4)
+			note("insert_evict key %ld: %zu entries, model %zu",
+			     i, st.entries, in);
+	}
+	conntab_destroy(t, NULL);
+}
+
 /* One run of the workload with allocation r->n failing; false: no table. */
 static int workload(enum conntab_backend b, struct run *r)
 {
-	struct conntab_config cfg = { .backend = b };
+	struct conntab_config cfg = { .backend = b, .hash = t_hash };
 	struct conntab_node *rec;
 	struct conntab_key k;
 	struct conntab *t;
@@ -233,10 +291,25 @@ static int workload(enum conntab_backend b, struct run *r)
 		in += holder[i] != NULL;
 	if (err || walked != in)
 		note("walk: %d, %zu nodes, model %zu", err, walked, in);
+	if (b != CONNTAB_TRIE) {	/* the trie's comes with its redesign */
+		struct conntab_cursor cur = { { 0 } };
+
+		walked = 0;
+		do {
+			rcu_read_lock();
+			err = conntab_scan(t, &cur, 7, count_fn, &walked);
+			rcu_read_unlock();
+		} while (err == 0);
+		if (err != 1 || walked != in)
+			note("scan: %d, %zu nodes, model %zu", err, walked,
+			     in);
+	}
 	released = 0;
 	conntab_destroy(t, release_fn);
 	if (released != in)
 		note("destroy released %zu nodes, model %zu", released, in);
+	if (b != CONNTAB_TRIE)
+		evict_workload(b, r);
 	return 1;
 }
 

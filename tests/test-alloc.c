@@ -58,7 +58,7 @@ static void exercise(struct conntab *t, enum conntab_backend b)
 START_TEST(create_nomem)
 {
 	static const size_t expected[] = { 0, 5000 };
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct conntab *t;
 	size_t e;
 	long n, used;

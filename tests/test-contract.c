@@ -54,7 +54,7 @@ END_TEST
 
 START_TEST(create_flavor)
 {
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct tconn c[1];
 	struct conntab_key k;
 	struct conntab *t;
@@ -87,7 +87,7 @@ START_TEST(create_sizes)
 {
 	static const size_t expected[] = { 0, 1, 3, 64, 1000, 1 << 16 };
 	static const uint8_t secret[16] = "0123456789abcdef";
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct conntab_stats st;
 	struct tconn c[200];
 	struct conntab *t;

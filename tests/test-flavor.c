@@ -6,8 +6,11 @@
  * conntab_create() macro hands the library the included flavor, that
  * readers of that flavor (with quiescent states for QSBR) see consistent
  * nodes while the main thread changes the table and frees nodes through
- * the flavor's call_rcu, and that an explicit cfg.flavor is the one the
- * library calls.
+ * the flavor's call_rcu, that an explicit cfg.flavor is the one the
+ * library calls, and which threads may write: chained and split writers
+ * from a thread the flavor does not count, and, in a build with the
+ * library's debug checks (--enable-debug), an exthash or trie writer from
+ * an offline QSBR thread stopped with a message.
  */
 #if defined(T_FLAVOR_QSBR)
 # include <urcu-qsbr.h>
@@ -28,6 +31,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +125,7 @@ static void *reader_main(void *arg)
 
 START_TEST(create_macro)
 {
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct conntab *t;
 
 	/* The macro passed this program's flavor. */
@@ -139,7 +145,7 @@ END_TEST
 
 START_TEST(readers_and_call_rcu)
 {
-	struct conntab_config cfg = { .backend = B };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct tconn *hold[2 * NSTABLE] = { NULL }, *c, *n;
 	struct conntab_node *rec;
 	struct conntab_stats st;
@@ -253,7 +259,8 @@ START_TEST(explicit_flavor)
 {
 	enum { N = 20000 };
 	struct rcu_flavor_struct fl = rcu_flavor;
-	struct conntab_config cfg = { .backend = B, .flavor = &fl };
+	struct conntab_config cfg = { .backend = B, .flavor = &fl,
+				       .hash = t_hash };
 	struct tconn *c = calloc(N, sizeof(*c));
 	struct conntab_stats st;
 	struct conntab_key k;
@@ -296,16 +303,113 @@ START_TEST(explicit_flavor)
 }
 END_TEST
 
+/* Insert, time-wait and remove keys 0..n-1 of @t; 0 or an error count. */
+static int write_all(struct conntab *t, struct tconn *c, uint32_t n)
+{
+	struct conntab_key k;
+	uint32_t i;
+	int bad = 0;
+
+	for (i = 0; i < n; i++) {
+		t_key(&k, i);
+		bad += conntab_insert(t, &c[i].node, &k) != 0;
+		if (i % 3 == 0)
+			bad += conntab_timewait(t, &c[i].node, &c[i].node) != 0;
+	}
+	for (i = 0; i < n; i += 2)
+		bad += conntab_remove(t, &c[i].node) != 0;
+	return bad;
+}
+
+struct offline_writer {
+	struct conntab *t;
+	struct tconn *c;
+	int bad;
+};
+
+/* A thread that is not registered at all (offline, for QSBR's sake). */
+static void *unregistered_writer(void *arg)
+{
+	struct offline_writer *w = arg;
+
+	w->bad = write_all(w->t, w->c, 500);
+	return NULL;
+}
+
+/*
+ * Chained and split writers need no registration: a thread the flavor
+ * never heard of writes while this (registered) one checks the result.
+ * Exthash and trie writers do (conntab.h, "Threads"); a debug build of
+ * the library stops one on an offline QSBR thread: a child process
+ * tries, and must die of SIGABRT.
+ */
+START_TEST(writer_threads)
+{
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct offline_writer w = { 0 };
+	struct conntab_key k;
+	pthread_t th;
+	uint32_t i;
+	pid_t pid;
+	int status;
+
+	w.c = calloc(500, sizeof(*w.c));
+	ck_assert_ptr_nonnull(w.c);
+	for (i = 0; i < 500; i++)
+		conntab_node_init(&w.c[i].node);
+	w.t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(w.t);
+	if (B == CONNTAB_CHAINED || B == CONNTAB_SPLIT) {
+		ck_assert_int_eq(pthread_create(&th, NULL, unregistered_writer,
+						&w), 0);
+		pthread_join(th, NULL);
+		ck_assert_int_eq(w.bad, 0);
+		t_quiescent();
+		rcu_read_lock();
+		for (i = 0; i < 500; i++) {
+			t_key(&k, i);
+			ck_assert_ptr_eq(conntab_lookup(w.t, &k),
+					 i % 2 ? &w.c[i].node : NULL);
+		}
+		rcu_read_unlock();
+	}
+#if defined(CT_DEBUG) && defined(T_FLAVOR_QSBR)
+	if (B == CONNTAB_EXTHASH || B == CONNTAB_TRIE) {
+		fflush(NULL);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (!pid) {
+			/* Offline: what the debug check must catch. */
+			rcu_thread_offline();
+			write_all(w.t, w.c, 500);
+			_exit(0);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) &&
+			      WTERMSIG(status) == SIGABRT,
+			      "%s writer on an offline thread: status %#x", BN,
+			      status);
+	}
+#else
+	(void)pid;
+	(void)status;
+#endif
+	conntab_destroy(w.t, NULL);
+	free(w.c);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const per_backend[] = {
 		create_macro, readers_and_call_rcu, explicit_flavor,
+		writer_threads,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 3, 60);
+	t_add_backend_cases(s, per_backend, 4, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;

@@ -5,19 +5,25 @@
  * chain. This test plays that attacker against a table whose secret it
  * knows (cfg.secret), checks that the attack works there (all keys in one
  * chain), then replays the same keys against tables with a random secret
- * and checks that their chains stay short.
+ * and checks that their chains stay short. It does so for each hash the
+ * machine runs (SipHash, AES) and for IPv4 and IPv6 keys.
  *
- * It uses the library's own hash (lib/hash.h) the way an attacker with
- * the source and a leaked secret would.
+ * It computes the library's hashes with the library's own code
+ * (lib/hash.h, lib/aes.h) the way an attacker with the source and a leaked
+ * secret would; that the attack works also shows that the tables hash
+ * exactly as those files say.
  */
 #include <urcu.h>
 #include <conntab/conntab.h>
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../lib/aes.h"
 #include "../lib/hash.h"
+#include "common.h"
 
 #define NBUCKETS	1024	/* expected = NBUCKETS: one bucket per entry */
 #define NATTACK		256	/* colliding keys the attacker sends */
@@ -42,33 +48,67 @@ static int count_visit(struct conntab_node *n, void *arg)
 	return 0;
 }
 
-/* Keys whose hash under the known secret picks bucket 0 of NBUCKETS. */
-static void build_attack(void)
+#ifdef CT_HAVE_AES
+static CT_AES_TARGET uint32_t aes_hash(const struct ct_aes_key *ak,
+				       const struct conntab_key *k)
+{
+	return ct_hash_aes(ak, k);
+}
+#endif
+
+/* The hash @h of @k under the known secret, as the library computes it. */
+static uint32_t known_hash(enum conntab_hash h, const struct conntab_key *k)
 {
 	struct ct_secret sec;
-	uint64_t x = 88172645463325252ULL;	/* xorshift: reproducible */
-	size_t n = 0;
+#ifdef CT_HAVE_AES
+	struct ct_aes_key ak;
 
+	if (h == CONNTAB_HASH_AES) {
+		ct_aes_expand(&ak, known_secret);
+		return aes_hash(&ak, k);
+	}
+#endif
+	ck_assert_int_eq(h, CONNTAB_HASH_SIPHASH);
 	memcpy(&sec.k0, known_secret, 8);
 	memcpy(&sec.k1, known_secret + 8, 8);
-	while (n < NATTACK) {
-		struct conntab_key k;
+	return ct_hash_sip(&sec, k);
+}
 
+/*
+ * Keys whose hash @h under the known secret picks bucket 0 of NBUCKETS:
+ * one victim service, the attacker picks the remote address and port.
+ */
+static void build_attack(enum conntab_hash h, int v6)
+{
+	uint64_t x = 88172645463325252ULL;	/* xorshift: reproducible */
+	struct in6_addr l6 = { { { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 } } };
+	struct in6_addr r6 = { { { 0x20, 0x01, 0x0d, 0xb8, 0x66 } } };
+	struct conntab_key k;
+	size_t n = 0;
+
+	while (n < NATTACK) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		/* One victim service; the attacker picks remote addr/port. */
-		conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201), htons(443),
-			       (uint32_t)x, (uint16_t)(x >> 32));
-		if ((ct_hash_key(&sec, &k) & (NBUCKETS - 1)) == 0)
+		if (v6) {
+			memcpy(&r6.s6_addr[8], &x, 8);
+			conntab_key_v6(&k, IPPROTO_TCP, &l6, htons(443), &r6,
+				       (uint16_t)(x >> 48));
+		} else {
+			conntab_key_v4(&k, IPPROTO_TCP, htonl(0xc0000201),
+				       htons(443), (uint32_t)x,
+				       (uint16_t)(x >> 32));
+		}
+		if ((known_hash(h, &k) & (NBUCKETS - 1)) == 0)
 			attack[n++] = k;
 	}
 }
 
-static size_t fill_and_depth(enum conntab_backend b, const uint8_t *secret)
+static size_t fill_and_depth(enum conntab_backend b, enum conntab_hash h,
+			     const uint8_t *secret)
 {
 	struct conntab_config cfg = {
-		.backend = b, .expected = NBUCKETS, .secret = secret,
+		.backend = b, .expected = NBUCKETS, .secret = secret, .hash = h,
 	};
 	struct conntab_stats st;
 	struct conntab *t;
@@ -95,26 +135,48 @@ static size_t fill_and_depth(enum conntab_backend b, const uint8_t *secret)
 	return st.max_depth;
 }
 
-/* Backends that index a power-of-two bucket array by the hash's low bits. */
+/*
+ * The attacks: backends that index a power-of-two bucket array by the
+ * hash's low bits, times the hashes, times the two families. _i numbers
+ * them; an attack this machine cannot run (AES without the CPU) passes.
+ */
 static const enum conntab_backend flat_hash[] = { CONNTAB_CHAINED, CONNTAB_SPLIT };
+#define NFLAT	(sizeof(flat_hash) / sizeof(flat_hash[0]))
+#define NATTACKS	((int)NFLAT * 2 * 2)
+
+/* Set up attack _i: false if this machine cannot run it. */
+static int attack_of(int i, enum conntab_backend *b, enum conntab_hash *h)
+{
+	int v6 = i & 1;
+
+	*h = (i >> 1) & 1 ? CONNTAB_HASH_AES : CONNTAB_HASH_SIPHASH;
+	*b = flat_hash[i >> 2];
+	if (!conntab_backend_available(*b) ||
+	    (*h == CONNTAB_HASH_AES && !t_cpu_has_aes()))
+		return 0;
+	build_attack(*h, v6);
+	return 1;
+}
 
 START_TEST(test_known_secret_collides)
 {
-	enum conntab_backend b = flat_hash[_i];
+	enum conntab_backend b;
+	enum conntab_hash h;
 
-	if (!conntab_backend_available(b))
+	if (!attack_of(_i, &b, &h))
 		return;
 	/* The attack works when the secret is known: one chain of all. */
-	ck_assert_uint_eq(fill_and_depth(b, known_secret), NATTACK);
+	ck_assert_uint_eq(fill_and_depth(b, h, known_secret), NATTACK);
 }
 END_TEST
 
 START_TEST(test_random_secret_spreads)
 {
-	enum conntab_backend b = flat_hash[_i];
+	enum conntab_backend b;
+	enum conntab_hash h;
 	int round;
 
-	if (!conntab_backend_available(b))
+	if (!attack_of(_i, &b, &h))
 		return;
 	/*
 	 * 256 keys over 1024 buckets under an unknown secret behave like
@@ -122,7 +184,7 @@ START_TEST(test_random_secret_spreads)
 	 * per table (1024 * C(256,8) / 1024^8). Five fresh tables.
 	 */
 	for (round = 0; round < 5; round++)
-		ck_assert_uint_le(fill_and_depth(b, NULL), 7);
+		ck_assert_uint_le(fill_and_depth(b, h, NULL), 7);
 }
 END_TEST
 
@@ -134,11 +196,8 @@ int main(void)
 	int failed;
 
 	rcu_register_thread();
-	build_attack();
-	tcase_add_loop_test(tc, test_known_secret_collides, 0,
-			    (int)(sizeof(flat_hash) / sizeof(flat_hash[0])));
-	tcase_add_loop_test(tc, test_random_secret_spreads, 0,
-			    (int)(sizeof(flat_hash) / sizeof(flat_hash[0])));
+	tcase_add_loop_test(tc, test_known_secret_collides, 0, NATTACKS);
+	tcase_add_loop_test(tc, test_random_secret_spreads, 0, NATTACKS);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Contract of the table-independent helpers: backend names and the key
- * builders and formatter.
+ * Contract of the table-independent helpers: backend and hash names, the
+ * hash choice at create, the AES cipher behind CONNTAB_HASH_AES (FIPS-197
+ * vectors), and the key builders and formatter.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -9,7 +10,8 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "helpers.h"
+#include "helpers.h"	/* the flavor first: conntab_create() takes it */
+#include "../lib/aes.h"
 
 static const char *const names[] = {
 	[CONNTAB_CHAINED] = "chained",
@@ -48,6 +50,127 @@ START_TEST(backend_available)
 	ck_assert_int_eq(conntab_backend_available(99), 0);
 	ck_assert_int_eq(conntab_backend_available((enum conntab_backend)-1),
 			 0);
+}
+END_TEST
+
+START_TEST(hash_names)
+{
+	static const char *const hn[] = {
+		[CONNTAB_HASH_AUTO] = "auto",
+		[CONNTAB_HASH_SIPHASH] = "siphash",
+		[CONNTAB_HASH_AES] = "aes",
+	};
+	int h;
+
+	for (h = CONNTAB_HASH_AUTO; h <= CONNTAB_HASH_AES; h++) {
+		ck_assert_str_eq(conntab_hash_name(h), hn[h]);
+		ck_assert_int_eq(conntab_hash_from_name(hn[h]), h);
+	}
+	ck_assert_str_eq(conntab_hash_name(3), "unknown");
+	ck_assert_str_eq(conntab_hash_name((enum conntab_hash)-1), "unknown");
+	ck_assert_int_eq(conntab_hash_from_name(NULL), -EINVAL);
+	ck_assert_int_eq(conntab_hash_from_name(""), -EINVAL);
+	ck_assert_int_eq(conntab_hash_from_name("AES"), -EINVAL);
+	ck_assert_int_eq(conntab_hash_from_name("sip"), -EINVAL);
+	ck_assert_int_eq(conntab_hash_of(NULL), CONNTAB_HASH_AUTO);
+}
+END_TEST
+
+/*
+ * What each choice gives, on every backend: AUTO is AES exactly when the
+ * CPU has it (asked of the CPU, not of the library), AES is refused with
+ * EINVAL without it, unknown values are refused, and the choice is what
+ * conntab_hash_of() reports.
+ */
+START_TEST(hash_choice)
+{
+	enum conntab_backend bs[8];
+	size_t nb = t_backends(bs, 8), i;
+	int aes = t_cpu_has_aes(), h;
+
+	for (i = 0; i < nb; i++) {
+		for (h = -1; h <= CONNTAB_HASH_AES + 1; h++) {
+			struct conntab_config cfg = {
+				.backend = bs[i],
+				.hash = (enum conntab_hash)h,
+			};
+			int want = h;
+			struct conntab *t;
+
+			if (h == CONNTAB_HASH_AUTO)
+				want = aes ? CONNTAB_HASH_AES :
+					     CONNTAB_HASH_SIPHASH;
+			if (h < 0 || h > CONNTAB_HASH_AES ||
+			    (h == CONNTAB_HASH_AES && !aes))
+				want = -1;
+			errno = 0;
+			t = conntab_create(&cfg);
+			if (want < 0) {
+				ck_assert_ptr_null(t);
+				ck_assert_int_eq(errno, EINVAL);
+				continue;
+			}
+			ck_assert_msg(t != NULL, "%s, hash %d: %s",
+				      conntab_backend_name(bs[i]), h,
+				      strerror(errno));
+			ck_assert_int_eq(conntab_hash_of(t), want);
+			conntab_destroy(t, NULL);
+		}
+	}
+}
+END_TEST
+
+/* FIPS-197 appendix A.1: the last word of the expanded key. */
+START_TEST(aes_key_expansion)
+{
+	static const uint8_t key[16] = {
+		0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6,
+		0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c,
+	};
+	static const uint8_t w40[16] = {	/* w[40..43] */
+		0xd0, 0x14, 0xf9, 0xa8, 0xc9, 0xee, 0x25, 0x89,
+		0xe1, 0x3f, 0x0c, 0xc8, 0xb6, 0x63, 0x0c, 0xa6,
+	};
+	struct ct_aes_key ak;
+
+	ct_aes_expand(&ak, key);
+	ck_assert_mem_eq(ak.rk[0], key, 16);
+	ck_assert_mem_eq(ak.rk[10], w40, 16);
+}
+END_TEST
+
+#ifdef CT_HAVE_AES
+static CT_AES_TARGET void aes_block(const struct ct_aes_key *ak,
+				    const uint8_t *in, uint8_t *out)
+{
+	ct_aes_block b = ct_aes_encrypt(ak, ct_aes_load(in));
+
+	memcpy(out, &b, 16);
+}
+#endif
+
+/* FIPS-197 appendix C.1: AES-128 of 00112233... under 00010203... */
+START_TEST(aes_cipher)
+{
+#ifdef CT_HAVE_AES
+	static const uint8_t want[16] = {
+		0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30,
+		0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5, 0x5a,
+	};
+	uint8_t key[16], in[16], out[16];
+	struct ct_aes_key ak;
+	int i;
+
+	if (!t_cpu_has_aes())
+		return;
+	for (i = 0; i < 16; i++) {
+		key[i] = (uint8_t)i;
+		in[i] = (uint8_t)(i * 0x11);
+	}
+	ct_aes_expand(&ak, key);
+	aes_block(&ak, in, out);
+	ck_assert_mem_eq(out, want, 16);
+#endif
 }
 END_TEST
 
@@ -234,6 +357,10 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, backend_names);
 	tcase_add_test(tc, backend_available);
+	tcase_add_test(tc, hash_names);
+	tcase_add_test(tc, hash_choice);
+	tcase_add_test(tc, aes_key_expansion);
+	tcase_add_test(tc, aes_cipher);
 	tcase_add_test(tc, key_v4_zeroes);
 	tcase_add_test(tc, key_v6_zeroes);
 	tcase_add_test(tc, key_from_sockaddr);

@@ -366,6 +366,7 @@ static void run_model(enum conntab_backend b, size_t cfgi)
 		.backend = b,
 		.expected = configs[cfgi].expected,
 		.max_entries = configs[cfgi].max_entries,
+		.hash = t_hash,
 	};
 	static struct model mm;
 	struct model *m = &mm;

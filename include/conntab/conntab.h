@@ -16,6 +16,14 @@
  * @endcode
  * so that conntab_create() picks up that flavor. minimal.c is a complete
  * program; doc/design.md (the main page) states the concurrency rules.
+ *
+ * Threads: lookups, walks and scans run in threads registered with the
+ * flavor, under its read lock. Writers (the insert calls, remove,
+ * timewait) and conntab_stats() of CONNTAB_EXTHASH and CONNTAB_TRIE free
+ * library memory through the flavor's call_rcu(), which liburcu requires
+ * of registered threads (online, for QSBR): call them from registered
+ * threads. Those of CONNTAB_CHAINED and CONNTAB_SPLIT allocate and free
+ * nothing and work from any thread.
  */
 
 /**
@@ -57,6 +65,19 @@ enum conntab_backend {
 	CONNTAB_SPLIT,		/**< established + time-wait chains per bucket, one cache line */
 	CONNTAB_EXTHASH,	/**< dynamic extensible hash: grows and shrinks online */
 	CONNTAB_TRIE,		/**< multi-bit trie over the key bits */
+};
+
+/**
+ * The keyed hash of a table's hash backends; choose one in
+ * conntab_config::hash. Every choice is a pseudo-random function of the key
+ * under the table's 128-bit secret: whoever does not know the secret cannot
+ * compute which keys share a chain. CONNTAB_TRIE indexes by the key's own
+ * bits and computes no hash.
+ */
+enum conntab_hash {
+	CONNTAB_HASH_AUTO = 0,	/**< the fastest keyed PRF this CPU runs */
+	CONNTAB_HASH_SIPHASH,	/**< SipHash-1-3 keyed with the table's secret */
+	CONNTAB_HASH_AES,	/**< AES-128 keyed with the table's secret */
 };
 
 /** Connection state of a node in the table. */
@@ -116,6 +137,12 @@ struct conntab_config {
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
 						     header the application included */
+	/**
+	 * Keyed hash; 0 = CONNTAB_HASH_AUTO: AES where the CPU has it (x86-64
+	 * AES-NI, arm64 crypto extensions), else SipHash. CONNTAB_HASH_AES on
+	 * a CPU without AES instructions: conntab_create() fails with EINVAL.
+	 */
+	enum conntab_hash hash;
 };
 
 /** A snapshot of a table's counters, filled by conntab_stats(). */
@@ -146,6 +173,16 @@ struct conntab_resize_stats {
 
 /** Opaque table handle. */
 struct conntab;
+
+/**
+ * Where a conntab_scan() pass stands. Zero-initialise it to start a pass;
+ * then leave it to the library, which zeroes it again at the end of the
+ * pass. It belongs to one table. 48 bytes: a trie cursor holds the key
+ * string of the last node visited (40 bytes for IPv6).
+ */
+struct conntab_cursor {
+	uint64_t opaque[6];	/**< @private the pass's position */
+};
 
 /**
  * Recover the object that embeds a node.
@@ -338,6 +375,92 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 				   void *arg);
 
 /**
+ * Visit the next nodes of a pass over the whole table, in bounded calls.
+ *
+ * A pass starts from a zeroed cursor and ends with the call that returns
+ * 1; each call visits at most @p budget nodes in the backend's order and
+ * records in @p cur where it stopped. The caller holds the RCU read lock
+ * during each call, not between calls, so a long pass never holds up a
+ * grace period: this is what expiry (idle timeouts) and statistics sweeps
+ * are built on, a little work per tick.
+ *
+ * Over one pass, whatever inserts, removes, time-waits and online resizes
+ * happen between and during the calls: every node present for the whole
+ * pass is visited exactly once; any other node at most once (a node
+ * removed and inserted again with the same key counts as one). No call
+ * rescans what the pass already covered, and none allocates.
+ *
+ * Order: the hash backends visit their nodes in an order fixed by the
+ * keyed hash and the node's address (CONNTAB_EXTHASH: hash, then address,
+ * which no split or merge changes); CONNTAB_TRIE in key order, as
+ * conntab_walk().
+ *
+ * Cost: O(@p budget) plus one resume (one bucket or segment, or one trie
+ * descent). The budget also bounds the work on empty slots: a call on a
+ * sparse fixed-size table (CONNTAB_CHAINED, CONNTAB_SPLIT holding far
+ * fewer nodes than buckets) stops after 16 x @p budget empty buckets and
+ * returns 0 having visited fewer than @p budget nodes.
+ *
+ * @p fn may call conntab_remove() or conntab_timewait() on the node it is
+ * given.
+ * @param t      table
+ * @param cur    the pass's cursor (zeroed to start a pass)
+ * @param budget most calls of @p fn in this call (>= 1)
+ * @param fn     callback; a nonzero return ends this call
+ * @param arg    passed to @p fn
+ * @return 1 when this call reached the end of the pass (@p cur is zeroed:
+ *         the next call starts a new pass); 0 when the budget ran out first;
+ *         @p fn's value when it is nonzero (@p cur stays just after that
+ *         node: the next call goes on from there); -EINVAL for NULL
+ *         arguments, a zero @p budget, or a cursor that is neither zeroed
+ *         nor left by a call on @p t.
+ */
+CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
+			     size_t budget,
+			     int (*fn)(struct conntab_node *n, void *arg),
+			     void *arg);
+
+/**
+ * Insert, making room at max_entries by evicting a sampled node.
+ *
+ * As conntab_insert(), except when the table holds max_entries: then the
+ * library offers @p rank a sample of at least 8 nodes (all of them when
+ * the table holds fewer), chosen without regard to their keys' values, at
+ * a cost of O(sample) cache misses and no scan of the table. Parts of the
+ * table whose lock another writer holds for longer than a short spin are
+ * left out of the sample rather than waited for (two evictions could wait
+ * for each other). @p rank says
+ * how willing the application is to lose a node: negative means never (an
+ * assured connection), otherwise larger means sooner (idle time, TIME_WAIT
+ * first, ...). The node with the largest non-negative rank is unlinked and
+ * @p n inserted in the same writer step, so the entry count never exceeds
+ * max_entries; the victim is returned in @p evicted, to be freed after a
+ * grace period (a reader that found it may still hold it). This is the
+ * kernel conntrack's "early drop" and Redis's sampled eviction, made a
+ * table operation; doc/design.md says how each backend samples.
+ *
+ * Below max_entries, or with max_entries 0, it is conntab_insert().
+ * @p rank runs under the library's writer lock: it must be short, must not
+ * block, and must not call conntab functions on @p t.
+ * @param t       table
+ * @param n       node, initialised, in no table
+ * @param key     copied into @p n
+ * @param rank    how willing the application is to lose @p victim
+ * @param arg     passed to @p rank
+ * @param evicted set to the unlinked victim, or NULL
+ * @return 0 (@p evicted says whether a node made room); -ENOSPC when the
+ *         table is full and every sampled node ranked negative (nothing
+ *         changed); -EEXIST if the key is present (nothing evicted);
+ *         -EBUSY, -ENOMEM and -EINVAL as conntab_insert(), and -EINVAL
+ *         for a NULL @p rank or @p evicted.
+ */
+CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
+				     const struct conntab_key *key,
+				     long (*rank)(struct conntab_node *victim,
+						  void *arg),
+				     void *arg, struct conntab_node **evicted);
+
+/**
  * Call @p fn for every connection whose key agrees with @p key in its first
  * @p bits bits, counted in this key order: zone (16 bits, most significant
  * first), protocol (8), family (8), local address (32 or 128), local port
@@ -386,6 +509,29 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st);
  */
 CONNTAB_API int conntab_resize_stats(struct conntab *t,
 				     struct conntab_resize_stats *rs);
+
+/**
+ * The hash a table uses: what CONNTAB_HASH_AUTO chose at create
+ * (CONNTAB_HASH_SIPHASH or CONNTAB_HASH_AES, never AUTO for a table).
+ * CONNTAB_TRIE reports the choice too, although it computes no hash.
+ * @param t table
+ * @return the hash, or CONNTAB_HASH_AUTO for a NULL @p t
+ */
+CONNTAB_API enum conntab_hash conntab_hash_of(const struct conntab *t);
+
+/**
+ * Name of a hash choice.
+ * @param h hash
+ * @return "auto", "siphash", "aes", or "unknown"
+ */
+CONNTAB_API const char *conntab_hash_name(enum conntab_hash h);
+
+/**
+ * Hash choice from its name (as conntab_hash_name() prints it).
+ * @param name hash name
+ * @return the enum value, or -EINVAL for an unknown name or NULL
+ */
+CONNTAB_API int conntab_hash_from_name(const char *name);
 
 /**
  * Name of a backend.

@@ -4,13 +4,16 @@
  * result checked against a reference model; any mismatch aborts.
  *
  * Input: byte 0 picks the backend among the available ones (or
- * FUZZ_BACKEND=name fixes it), byte 1 the sizing hint, byte 2 the
+ * FUZZ_BACKEND=name fixes it) and the hash (SipHash, or AES where the CPU
+ * has it), byte 1 the sizing hint, byte 2 the
  * max_entries cap (0 = none for values < 128), then one operation per
  * opcode byte with its arguments in the following bytes (0 once the input
- * is used up): insert, insert_recycle, remove and timewait (in place and
- * to another node), on the table and on a second one ("nodes from another
- * table"), lookup, lookup_batch, walk and walk_state with callbacks that
- * stop, remove or time-wait, stats, a grace period, and bad input (NULL
+ * is used up): insert, insert_recycle, insert_evict, remove and timewait
+ * (in place and to another node), on the table and on a second one
+ * ("nodes from another table"), lookup, lookup_batch, walk and walk_state
+ * with callbacks that stop, remove or time-wait, a scan pass spread over
+ * the other operations (one call per op, callbacks as the walk's), stats,
+ * a grace period, and bad input (NULL
  * arguments, unknown families and backends, IPv4 keys with dirty padding,
  * bad states, random key text and sockaddrs). Keys come from a small set
  * that differ in one field, or raw from the input.
@@ -46,13 +49,26 @@ struct fnode {
 	enum conntab_state state;
 	struct conntab_key key;		/* LINKED: its key */
 	int visits, released;
+	/* The scan pass in progress on t (op_scan). */
+	int scan_visits;		/* in this pass, under scan_key */
+	int scan_stable;		/* linked in t since the pass began */
+	struct conntab_key scan_key;
+	long rank;			/* op_evict's rank of this node */
+	int offered;			/* rank calls in one insert_evict */
 };
 
 static struct fnode pool[NPOOL];
 static struct conntab *t, *u;
+static struct conntab_cursor scan_cur;
+/* The trie's scan and eviction come with its second design. */
+static int no_scan_evict;
 static size_t max_entries;
 static enum conntab_backend backends[8];
 static size_t nbackends;
+/* SipHash, and AES where the library runs it (the CPU has it). */
+static enum conntab_hash hashes[2];
+static size_t nhashes;
+static int fixed_hash = -1;
 static int fixed_backend = -1;
 
 /* --- input ---------------------------------------------------------- */
@@ -263,9 +279,21 @@ static void check_table(struct conntab *tab, const char *who)
 	rcu_read_unlock();
 }
 
+/*
+ * A node of t leaves it: not present for the whole scan pass any more,
+ * so the pass may visit it or not (but at most once).
+ */
+static void unlinked(int slot)
+{
+	pool[slot].scan_stable = 0;
+}
+
 static void linked(int slot, struct conntab *tab, const struct conntab_key *k,
 		   enum conntab_state st)
 {
+	/* Back with another key: another node for the scan's count. */
+	if (memcmp(&pool[slot].scan_key, k, sizeof(*k)))
+		pool[slot].scan_visits = 0;
 	pool[slot].status = LINKED;
 	pool[slot].tab = tab;
 	pool[slot].key = *k;
@@ -312,6 +340,7 @@ static void op_insert(struct conntab *tab, int recycle)
 				FAIL("recycled %p, want slot %d", (void *)rec,
 				     h);
 			pool[h].status = RETIRED;
+			unlinked(h);
 		} else if (rec) {
 			FAIL("recycled %p, want NULL", (void *)rec);
 		}
@@ -332,8 +361,10 @@ static void op_remove(struct conntab *tab)
 		   0 : -ENOENT;
 
 	EXPECT_INT(conntab_remove(tab, &pool[slot].node), want, "remove");
-	if (!want)
+	if (!want) {
 		pool[slot].status = RETIRED;
+		unlinked(slot);
+	}
 }
 
 static void op_timewait(struct conntab *tab, int in_place)
@@ -359,6 +390,7 @@ static void op_timewait(struct conntab *tab, int in_place)
 	} else {
 		linked(tw, tab, &pool[est].key, CONNTAB_TIMEWAIT);
 		pool[est].status = RETIRED;
+		unlinked(est);
 	}
 	rcu_read_lock();
 	check_found(conntab_lookup(tab, &pool[tw].key), tw,
@@ -430,6 +462,7 @@ static int walk_fn(struct conntab_node *n, void *arg)
 		if ((w->visits + (unsigned long)k) % 3 == 0) {
 			EXPECT_INT(conntab_remove(t, n), 0, "remove in walk");
 			f->status = RETIRED;
+			unlinked(slot);
 		}
 		break;
 	case 3:			/* time-wait some, in place */
@@ -486,6 +519,196 @@ static void op_walk(int filtered)
 			     pool[i].visits);
 	if (w.visits != expect)
 		FAIL("walk visited %lu nodes, want %lu", w.visits, expect);
+}
+
+/*
+ * conntab_scan() on t, one call: the pass runs across the operations
+ * between its calls. A visited node must be in t, visited at most once
+ * per pass (per key, if its slot came back with another); at the end of
+ * the pass every node linked in t since the pass began was visited once.
+ */
+struct scan {
+	uint8_t mode;
+	unsigned long calls;
+	size_t budget;
+};
+
+static int scan_fn(struct conntab_node *n, void *arg)
+{
+	struct scan *sc = arg;
+	struct fnode *f = fnode_of(n);
+	int slot = (int)(f - pool), act = sc->mode & 3;
+
+	if (f->status != LINKED || f->tab != t)
+		FAIL("scan: slot %d is not in the table (status %d)", slot,
+		     f->status);
+	check_found(n, slot_in(t, &f->key), "scan");
+	if (f->scan_visits++)
+		FAIL("scan: slot %d visited twice in one pass", slot);
+	f->scan_key = f->key;
+	if (++sc->calls > sc->budget)
+		FAIL("scan: %lu callbacks, budget %zu", sc->calls, sc->budget);
+	switch (act) {
+	case 1:			/* stop at the k-th */
+		if (sc->calls == (unsigned long)(sc->mode >> 2) % 5 + 1)
+			return -ENOENT;
+		break;
+	case 2:			/* remove some */
+		if ((sc->calls + (sc->mode >> 2)) % 3 == 0) {
+			EXPECT_INT(conntab_remove(t, n), 0, "remove in scan");
+			f->status = RETIRED;
+			unlinked(slot);
+		}
+		break;
+	case 3:			/* time-wait some, in place */
+		if ((sc->calls + (sc->mode >> 2)) % 2 == 0) {
+			EXPECT_INT(conntab_timewait(t, n, n),
+				   f->state == CONNTAB_ESTABLISHED ?
+				   0 : -EINVAL, "timewait in scan");
+			f->state = CONNTAB_TIMEWAIT;
+		}
+		break;
+	}
+	return 0;
+}
+
+static void scan_begin(void)
+{
+	int i;
+
+	for (i = 0; i < NPOOL; i++) {
+		pool[i].scan_visits = 0;
+		pool[i].scan_stable = pool[i].status == LINKED &&
+				      pool[i].tab == t;
+		memset(&pool[i].scan_key, 0, sizeof(pool[i].scan_key));
+	}
+}
+
+static void op_scan(void)
+{
+	static const struct conntab_cursor zero;
+	struct scan sc = { 0 };
+	uint8_t b = byte();
+	int ret, i;
+
+	sc.mode = byte();
+	sc.budget = b < 200 ? (size_t)b % 24 : (size_t)1 << (b % 40);
+	if (!memcmp(&scan_cur, &zero, sizeof(zero)))
+		scan_begin();
+	rcu_read_lock();
+	ret = conntab_scan(t, &scan_cur, sc.budget, scan_fn, &sc);
+	rcu_read_unlock();
+	if (!sc.budget) {
+		EXPECT_INT(ret, -EINVAL, "scan with budget 0");
+		return;
+	}
+	if (ret == -ENOENT && (sc.mode & 3) == 1)
+		return;		/* fn's value: the pass goes on */
+	if (ret != 0 && ret != 1)
+		FAIL("scan returned %d", ret);
+	if (ret == 0 && sc.calls > sc.budget)
+		FAIL("scan: %lu callbacks for budget %zu", sc.calls,
+		     sc.budget);
+	if (ret == 0)
+		return;
+	if (memcmp(&scan_cur, &zero, sizeof(zero)))
+		FAIL("scan: cursor not zeroed at the end of the pass");
+	for (i = 0; i < NPOOL; i++)
+		if (pool[i].scan_stable && pool[i].scan_visits != 1)
+			FAIL("scan: slot %d present for the whole pass, "
+			     "visited %d times", i, pool[i].scan_visits);
+}
+
+/*
+ * conntab_insert_evict(): as op_insert, and at the cap the victim must be
+ * a node of t of the largest non-negative rank offered, out of at least
+ * min(8, entries) offered; -ENOSPC only when every one offered refused.
+ */
+struct evict {
+	int offered;
+	long top;
+};
+
+static long rank_fn(struct conntab_node *n, void *arg)
+{
+	struct evict *e = arg;
+	struct fnode *f = fnode_of(n);
+
+	if (f->status != LINKED || f->tab != t)
+		FAIL("rank: slot %ld is not in the table",
+		     (long)(f - pool));
+	if (f->offered++)
+		FAIL("rank: slot %ld offered twice", (long)(f - pool));
+	e->offered++;
+	if (f->rank > e->top)
+		e->top = f->rank;
+	return f->rank;
+}
+
+static void op_evict(struct conntab *tab)
+{
+	int slot = byte() % NPOOL, i, want, full = 0;
+	struct conntab_node *ev = (struct conntab_node *)&ev;
+	uint8_t salt = byte();
+	struct evict e = { 0, -1 };
+	struct conntab_key k;
+	size_t n = 0, tw;
+
+	get_key(&k);
+	if (pool[slot].status == RETIRED)
+		return;		/* not before a grace period */
+	for (i = 0; i < NPOOL; i++) {
+		/* Some refuse (negative), the others rank by slot. */
+		pool[i].rank = (long)(int8_t)(uint8_t)(i * 37 + salt);
+		pool[i].offered = 0;
+	}
+	if (!key_valid(&k)) {
+		want = -EINVAL;
+	} else if (pool[slot].status == LINKED) {
+		want = -EBUSY;
+	} else if (slot_in(tab, &k) >= 0) {
+		want = -EEXIST;
+	} else if (tab == t && max_entries &&
+		   (n = count(tab, &tw)) >= max_entries) {
+		full = 1;
+		want = 0;	/* or -ENOSPC: see below */
+	} else {
+		want = 0;
+	}
+	i = conntab_insert_evict(tab, &pool[slot].node, &k, rank_fn, &e, &ev);
+	if (ev == (struct conntab_node *)&ev)
+		FAIL("insert_evict left *evicted unset");
+	if (!full) {
+		EXPECT_INT(i, want, "insert_evict");
+		if (ev)
+			FAIL("insert_evict evicted %p below the cap",
+			     (void *)ev);
+		if (e.offered)
+			FAIL("insert_evict ranked below the cap");
+	} else {
+		if ((size_t)e.offered < (n < 8 ? n : 8))
+			FAIL("insert_evict offered %d of %zu", e.offered, n);
+		EXPECT_INT(i, e.top < 0 ? -ENOSPC : 0, "insert_evict at cap");
+	}
+	if (i)
+		return;
+	if (full) {
+		struct fnode *v = fnode_of(ev);
+
+		if (v->rank != e.top)
+			FAIL("evicted rank %ld, top offered %ld", v->rank,
+			     e.top);
+		v->status = RETIRED;
+		unlinked((int)(v - pool));
+		rcu_read_lock();
+		check_found(conntab_lookup(t, &v->key), -1,
+			    "lookup of the evicted");
+		rcu_read_unlock();
+	}
+	linked(slot, tab, &k, CONNTAB_ESTABLISHED);
+	rcu_read_lock();
+	check_found(conntab_lookup(tab, &k), slot, "lookup after evict");
+	rcu_read_unlock();
 }
 
 static void op_grace(void)
@@ -722,6 +945,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	i = byte();
 	cfg.backend = fixed_backend > 0 ? (enum conntab_backend)fixed_backend :
 		      backends[i % nbackends];
+	cfg.hash = fixed_hash >= 0 ? (enum conntab_hash)fixed_hash :
+		   hashes[(i / nbackends) % nhashes];
 	/* Sizing hint: mostly small; up to 16k (bigger only costs time). */
 	m = byte();
 	cfg.expected = m < 240 ? m : (size_t)(m - 239) << 10;
@@ -733,6 +958,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&pool[i], 0, sizeof(pool[i]));
 		conntab_node_init(&pool[i].node);
 	}
+	memset(&scan_cur, 0, sizeof(scan_cur));
+	no_scan_evict = cfg.backend == CONNTAB_TRIE;
 	t = conntab_create_flavor(&cfg, &rcu_flavor);
 	cfg.max_entries = 0;
 	cfg.expected = 0;
@@ -742,7 +969,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     conntab_backend_name(cfg.backend), cfg.expected, errno);
 	while (in_pos < in_len) {
 		opno++;
-		switch (byte() % 16) {
+		switch (byte() % 18) {
 		case 0:
 		case 1:
 			op_insert(t, 0);
@@ -786,8 +1013,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 14:
 			op_remove(u);
 			break;
-		default:
+		case 15:
 			op_timewait(u, byte() & 1);
+			break;
+		case 16:
+			if (!no_scan_evict)
+				op_scan();
+			break;
+		default:
+			if (!no_scan_evict)
+				op_evict(byte() & 7 ? t : u);
 			break;
 		}
 	}
@@ -810,10 +1045,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	const char *fb = getenv("FUZZ_BACKEND");
 	int b;
 
+	struct conntab_config aes = {
+		.backend = CONNTAB_CHAINED, .hash = CONNTAB_HASH_AES,
+	};
+	struct conntab *probe;
+
 	rcu_register_thread();
 	for (b = CONNTAB_CHAINED; b <= CONNTAB_TRIE; b++)
 		if (conntab_backend_available((enum conntab_backend)b))
 			backends[nbackends++] = (enum conntab_backend)b;
+	hashes[nhashes++] = CONNTAB_HASH_SIPHASH;
+	probe = conntab_create(&aes);
+	if (probe)
+		hashes[nhashes++] = CONNTAB_HASH_AES;
+	conntab_destroy(probe, NULL);
 	if (getenv("FUZZ_LIST_BACKENDS")) {
 		for (b = 0; b < (int)nbackends; b++)
 			printf("%s\n", conntab_backend_name(backends[b]));
@@ -892,10 +1137,11 @@ int main(int argc, char **argv)
 	size_t k;
 
 	LLVMFuzzerInitialize(&argc, &argv);
-	/* Every input once per backend (the first byte picks one). */
-	for (k = 0; k < nbackends; k++) {
-		b = (int)backends[k];
+	/* Every input once per backend and hash (the first byte picks). */
+	for (k = 0; k < nbackends * nhashes; k++) {
+		b = (int)backends[k / nhashes];
 		fixed_backend = b;
+		fixed_hash = (int)hashes[k % nhashes];
 		if (argc > 1) {
 			for (i = 1; i < argc; i++)
 				err |= replay(argv[i], &runs);
@@ -909,8 +1155,9 @@ int main(int argc, char **argv)
 		err |= replay(path, &runs);
 	}
 	rcu_barrier();
-	printf("fuzz-replay: %lu inputs replayed over %zu backends, all "
-	       "results as the model says\n", runs, nbackends);
+	printf("fuzz-replay: %lu inputs replayed over %zu backends and %zu "
+	       "hashes, all results as the model says\n", runs, nbackends,
+	       nhashes);
 	if (!runs && !err) {
 		fprintf(stderr, "fuzz-replay: no input found\n");
 		err = 1;

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Contract of conntab_insert_evict(), every backend and hash: an insert
+ * below the cap or without one; at the cap the best-ranked node of a
+ * sample of at least 8 makes room (the count never above the cap, the
+ * victim unlinked, the newcomer found); assured nodes (negative rank)
+ * never go, and when every sampled node is assured: -ENOSPC with nothing
+ * changed; a present key is -EEXIST with nothing evicted; with random
+ * ranks the victims come from the top of the distribution; and readers
+ * of assured keys never miss while another thread evicts.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "threads.h"
+
+#define B		((enum conntab_backend)_i)
+
+/* The trie's eviction comes with its second design (lib/trie.c). */
+#define SKIP_UNSUPPORTED()						\
+	do {								\
+		if (B == CONNTAB_TRIE)					\
+			return;						\
+	} while (0)
+
+struct rank_ctx {
+	unsigned long calls;	/* rank calls in the last insert_evict */
+	unsigned long willing;	/* of which ranked >= 0 */
+	long top;		/* the largest rank offered */
+};
+
+/* The rank is the node's own field; negative: assured. */
+static long rank_fn(struct conntab_node *n, void *arg)
+{
+	struct rank_ctx *r = arg;
+	struct tconn *c = t_conn_of(n);
+
+	ck_assert_uint_eq(c->magic, T_MAGIC_LIVE);
+	r->calls++;
+	r->willing += c->rank >= 0;
+	if (c->rank > r->top)
+		r->top = c->rank;
+	return c->rank;
+}
+
+static int evict(struct conntab *t, struct tconn *c, uint32_t key,
+		 struct rank_ctx *r, struct conntab_node **ev)
+{
+	struct conntab_key k;
+
+	t_key(&k, key);
+	r->calls = 0;
+	r->willing = 0;
+	r->top = -1;
+	*ev = (struct conntab_node *)1;	/* must be overwritten */
+	return conntab_insert_evict(t, &c->node, &k, rank_fn, r, ev);
+}
+
+START_TEST(evict_no_cap)
+{
+	static struct tconn c[100];
+	struct conntab_node *ev;
+	struct rank_ctx r;
+	struct conntab *t;
+	uint32_t i;
+
+	SKIP_UNSUPPORTED();
+	t_conns_init(c, 100);
+	/* max_entries 0: inserts, the rank never asked. */
+	t = t_table(B, 0, 0);
+	for (i = 0; i < 100; i++) {
+		ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+		ck_assert_ptr_null(ev);
+		ck_assert_uint_eq(r.calls, 0);
+	}
+	t_expect_counts(t, 100, 0);
+	/* Bad arguments. */
+	ck_assert_int_eq(conntab_insert_evict(t, &c[0].node, NULL, rank_fn,
+					      &r, &ev), -EINVAL);
+	ck_assert_int_eq(conntab_insert_evict(t, &c[0].node,
+					      conntab_node_key(&c[1].node),
+					      NULL, &r, &ev), -EINVAL);
+	ck_assert_int_eq(conntab_insert_evict(t, &c[0].node,
+					      conntab_node_key(&c[1].node),
+					      rank_fn, &r, NULL), -EINVAL);
+	ck_assert_int_eq(conntab_insert_evict(NULL, &c[0].node,
+					      conntab_node_key(&c[1].node),
+					      rank_fn, &r, &ev), -EINVAL);
+	ck_assert_ptr_null(ev);
+	/* In a table: -EBUSY. */
+	ck_assert_int_eq(evict(t, &c[0], 5000, &r, &ev), -EBUSY);
+	conntab_destroy(t, NULL);
+
+	/* Below the cap: inserts. */
+	t_conns_init(c, 100);
+	t = t_table(B, 0, 50);
+	for (i = 0; i < 49; i++) {
+		ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+		ck_assert_ptr_null(ev);
+		ck_assert_uint_eq(r.calls, 0);
+	}
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
+/*
+ * At the cap: every insert evicts one, the count stays at the cap. Some
+ * nodes are in TIME_WAIT (every seventh, in place), so the victims come
+ * from both states (and both chains of the split backend).
+ */
+START_TEST(evict_at_cap)
+{
+	enum { CAP = 200, MORE = 1500 };
+	static struct tconn c[CAP + MORE + 1];
+	struct conntab_node *ev;
+	struct conntab_key k;
+	struct rank_ctx r;
+	struct conntab *t;
+	size_t tw = 0, evicted_tw = 0;
+	uint64_t rng = 42;
+	uint32_t i;
+
+	SKIP_UNSUPPORTED();
+	t_conns_init(c, CAP + MORE + 1);
+	t = t_table(B, CAP, CAP);
+	for (i = 0; i < CAP; i++) {
+		c[i].rank = (long)(th_rnd(&rng) % 1000);
+		ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+		ck_assert_ptr_null(ev);
+	}
+	/* A present key: -EEXIST, nothing evicted, the rank not asked. */
+	ck_assert_int_eq(evict(t, &c[CAP + MORE], 7, &r, &ev), -EEXIST);
+	ck_assert_ptr_null(ev);
+	t_expect_counts(t, CAP, 0);
+	for (i = CAP; i < CAP + MORE; i++) {
+		c[i].rank = (long)(th_rnd(&rng) % 1000);
+		ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+		ck_assert_ptr_nonnull(ev);
+		/* At least 8 nodes offered, the victim their top. */
+		ck_assert_uint_ge(r.calls, 8);
+		ck_assert_int_eq(t_conn_of(ev)->rank, r.top);
+		/* The victim is out, the newcomer in, the count at the cap. */
+		ck_assert_ptr_null(t_lookup(t, conntab_node_key(ev)));
+		ck_assert_int_eq(conntab_remove(t, ev), -ENOENT);
+		if (conntab_node_state(ev) == CONNTAB_TIMEWAIT) {
+			evicted_tw++;
+			tw--;
+		}
+		t_key(&k, i);
+		t_expect_found(t, &k, &c[i].node, CONNTAB_ESTABLISHED);
+		if (i % 7 == 0) {
+			ck_assert_int_eq(conntab_timewait(t, &c[i].node,
+							  &c[i].node), 0);
+			tw++;
+		}
+		t_expect_counts(t, CAP, tw);
+	}
+	ck_assert_uint_gt(evicted_tw, 0);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
+/*
+ * Ranks uniform in [0, 1000), a quarter of the nodes assured (-1). Each
+ * victim must be the top rank of its sample, never an assured node. From
+ * the full table, EVICT newcomers of rank 0 (so that they are never
+ * chosen over the old) evict the tops of samples of at least 8 (~6
+ * willing): their mean rank is about 1000 * 6/7, where a choice blind to
+ * the ranks would average 500. Then a table of assured nodes only: every
+ * insert is -ENOSPC, *evicted NULL, the newcomer unclaimed, nothing
+ * changed.
+ */
+START_TEST(evict_ranks)
+{
+	enum { CAP = 2048, EVICT = 256 };
+	static struct tconn c[CAP + EVICT];
+	struct conntab_node *ev;
+	struct conntab_key k;
+	struct rank_ctx r;
+	struct conntab *t;
+	uint64_t rng = 7, sum = 0, n = 0;
+	uint32_t i;
+	int err;
+
+	SKIP_UNSUPPORTED();
+	t_conns_init(c, CAP + EVICT);
+	t = t_table(B, CAP, CAP);
+	for (i = 0; i < CAP + EVICT; i++) {
+		c[i].rank = i >= CAP ? 0 : i % 4 == 0 ? -1 :
+			    (long)(th_rnd(&rng) % 1000);
+		err = evict(t, &c[i], i, &r, &ev);
+		if (err == -ENOSPC) {
+			/* Only if no sampled node was willing to go. */
+			ck_assert_uint_eq(r.willing, 0);
+			ck_assert_ptr_null(ev);
+			continue;
+		}
+		ck_assert_int_eq(err, 0);
+		if (i < CAP) {
+			ck_assert_ptr_null(ev);
+			continue;
+		}
+		ck_assert_ptr_nonnull(ev);
+		/* The top of its sample, which had at least 8. */
+		ck_assert_uint_ge(r.calls, 8);
+		ck_assert_int_eq(t_conn_of(ev)->rank, r.top);
+		sum += (uint64_t)t_conn_of(ev)->rank;
+		n++;
+	}
+	ck_assert_uint_gt(n, EVICT / 2);
+	ck_assert_uint_gt(sum / n, 700);
+	/* Every assured node is still there. */
+	for (i = 0; i < CAP; i += 4) {
+		t_key(&k, i);
+		t_expect_found(t, &k, &c[i].node, CONNTAB_ESTABLISHED);
+	}
+	t_expect_counts(t, CAP, 0);
+	conntab_destroy(t, NULL);
+
+	/* Nothing to evict: -ENOSPC, nothing changes. */
+	t_conns_init(c, CAP + 1);
+	t = t_table(B, CAP, CAP);
+	for (i = 0; i < CAP; i++) {
+		c[i].rank = -1;
+		ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+	}
+	c[CAP].rank = 5;
+	ck_assert_int_eq(evict(t, &c[CAP], CAP, &r, &ev), -ENOSPC);
+	ck_assert_ptr_null(ev);
+	ck_assert_uint_ge(r.calls, 8);
+	t_key(&k, CAP);
+	ck_assert_ptr_null(t_lookup(t, &k));
+	t_expect_counts(t, CAP, 0);
+	/* The newcomer was released: it can go into another table. */
+	conntab_destroy(t, NULL);
+	t = t_table(B, 0, 0);
+	ck_assert_int_eq(conntab_insert(t, &c[CAP].node, &k), 0);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
+/* Tables that hold fewer than 8 at their cap: all of them are offered. */
+START_TEST(evict_small)
+{
+	static struct tconn c[64];
+	struct conntab_node *ev;
+	struct rank_ctx r;
+	struct conntab *t;
+	uint32_t cap, i;
+
+	SKIP_UNSUPPORTED();
+	for (cap = 1; cap <= 9; cap++) {
+		t_conns_init(c, 64);
+		t = t_table(B, 0, cap);
+		for (i = 0; i < 64; i++) {
+			c[i].rank = (long)i;
+			ck_assert_int_eq(evict(t, &c[i], i, &r, &ev), 0);
+			if (i < cap)
+				continue;
+			/* The newest before this one has the top rank. */
+			ck_assert_uint_ge(r.calls, cap < 8 ? cap : 8);
+			ck_assert_ptr_nonnull(ev);
+			if (cap <= 8)
+				ck_assert_ptr_eq(ev, &c[i - 1].node);
+		}
+		t_expect_counts(t, cap, 0);
+		conntab_destroy(t, NULL);
+	}
+}
+END_TEST
+
+/*
+ * Readers look up the assured keys all the time while a writer keeps a
+ * full table evicting: an assured key never misses, and the count never
+ * goes above the cap (the writer checks stats after every insert).
+ */
+enum { C_CAP = 4096, C_ASSURED = 1024 };
+
+struct evictor {
+	struct conntab *t;
+	int stop;			/* atomic: set by the main thread */
+	unsigned long evictions;
+	unsigned long lookups, misses;
+};
+
+static void *evict_reader(void *arg)
+{
+	struct evictor *e = arg;
+	struct conntab_node *n;
+	struct conntab_key k;
+	uint64_t rng = 99;
+	uint32_t id;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&e->stop, __ATOMIC_RELAXED)) {
+		id = (uint32_t)(th_rnd(&rng) % C_ASSURED);
+		t_key(&k, id);
+		rcu_read_lock();
+		n = conntab_lookup(e->t, &k);
+		if (!n)
+			__atomic_fetch_add(&e->misses, 1, __ATOMIC_RELAXED);
+		else
+			th_check_node(n, &k, id, "evict reader");
+		rcu_read_unlock();
+		__atomic_fetch_add(&e->lookups, 1, __ATOMIC_RELAXED);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* destroy's release: no reader is left. */
+static void release_free(struct conntab_node *n)
+{
+	t_conn_free_now(t_conn_of(n));
+}
+
+START_TEST(evict_concurrent)
+{
+	struct evictor e = { 0 };
+	struct conntab_node *ev;
+	struct conntab_stats st;
+	struct conntab_key k;
+	struct rank_ctx r;
+	struct tconn *c;
+	pthread_t th;
+	uint64_t rng = 3;
+	uint32_t i;
+	int err;
+
+	SKIP_UNSUPPORTED();
+	th_reset();
+	e.t = t_table(B, 0, C_CAP);	/* exthash grows, then evicts */
+	for (i = 0; i < C_CAP; i++) {
+		c = t_conn_new(i);
+		c->rank = i < C_ASSURED ? -1 : (long)(th_rnd(&rng) % 1000);
+		t_key(&k, i);
+		ck_assert_int_eq(conntab_insert(e.t, &c->node, &k), 0);
+	}
+	ck_assert_int_eq(pthread_create(&th, NULL, evict_reader, &e), 0);
+	/* Bounded by work: enough evictions, and readers that ran. */
+	for (i = C_CAP; i < C_CAP + 200000 &&
+	     (i < C_CAP + 5000 ||
+	      __atomic_load_n(&e.lookups, __ATOMIC_RELAXED) < 20000); i++) {
+		c = t_conn_new(i);
+		c->rank = (long)(th_rnd(&rng) % 1000);
+		t_key(&k, i);
+		r.calls = r.willing = 0;
+		err = conntab_insert_evict(e.t, &c->node, &k, rank_fn, &r,
+					   &ev);
+		if (err == -ENOSPC) {
+			/* A sample of assured nodes only (p ~ 4^-8). */
+			ck_assert_uint_eq(r.willing, 0);
+			ck_assert_ptr_null(ev);
+			free(c);
+			continue;
+		}
+		ck_assert_int_eq(err, 0);
+		ck_assert_ptr_nonnull(ev);
+		ck_assert_uint_ge(t_conn_of(ev)->id, C_ASSURED);
+		th_retire(t_conn_of(ev));
+		if (i % 64 == 0) {
+			conntab_stats(e.t, &st);
+			ck_assert_uint_le(st.entries, C_CAP);
+		}
+		e.evictions++;
+	}
+	__atomic_store_n(&e.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(e.misses, 0);
+	ck_assert_uint_eq(th_errors(), 0);
+	ck_assert_uint_gt(e.lookups, 0);
+	t_expect_counts(e.t, C_CAP, 0);
+	rcu_barrier();
+	conntab_destroy(e.t, release_free);
+	th_quarantine_flush();
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const per_backend[] = {
+		evict_no_cap, evict_at_cap, evict_ranks, evict_small,
+		evict_concurrent,
+	};
+	Suite *s = suite_create("evict");
+	int ret;
+
+	rcu_register_thread();
+	t_add_backend_cases(s, per_backend,
+			    sizeof(per_backend) / sizeof(per_backend[0]), 120);
+	ret = t_run(s, 900);
+	rcu_unregister_thread();
+	return ret;
+}

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Contract of conntab_scan(), every backend and hash: the return codes and
+ * the cursor, budgets from 1 to more than the table, callbacks that stop,
+ * remove or time-wait their node, and passes that run while a writer
+ * grows and shrinks the table in waves (exthash splitting and merging,
+ * its directory doubling and halving), each call in a read-side section
+ * of its own: a node present for the whole pass is visited exactly once,
+ * any other node at most once, pass after pass.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "threads.h"
+
+#define B		((enum conntab_backend)_i)
+
+/* The trie's scan comes with its second design (lib/trie.c). */
+#define SKIP_UNSUPPORTED()						\
+	do {								\
+		if (B == CONNTAB_TRIE)					\
+			return;						\
+	} while (0)
+
+struct scan_ctx {
+	struct conntab *t;
+	uint32_t pass;		/* mark of the pass running */
+	size_t calls;		/* callbacks in this conntab_scan() call */
+	size_t stop_at;		/* return stop_ret at this callback (0: never) */
+	int stop_ret;
+	int action;		/* 0 none, 1 remove, 2 timewait in place */
+	unsigned long twice;	/* nodes visited twice in one pass */
+};
+
+static int scan_fn(struct conntab_node *n, void *arg)
+{
+	struct scan_ctx *s = arg;
+	struct tconn *c = t_conn_of(n);
+
+	if (c->magic != T_MAGIC_LIVE) {
+		th_report("scan: node %p not alive (magic %#x)", (void *)c,
+			  c->magic);
+		return 0;
+	}
+	if (c->mark == s->pass) {
+		c->count++;
+		s->twice++;
+	} else {
+		c->mark = s->pass;
+		c->count = 1;
+	}
+	s->calls++;
+	if (s->action == 1)
+		ck_assert_int_eq(conntab_remove(s->t, n), 0);
+	else if (s->action == 2 && conntab_node_state(n) == CONNTAB_ESTABLISHED)
+		ck_assert_int_eq(conntab_timewait(s->t, n, n), 0);
+	if (s->stop_at && s->calls == s->stop_at)
+		return s->stop_ret;
+	return 0;
+}
+
+/* One call in its own read-side section; checks the budget is kept. */
+static int scan_call(struct conntab *t, struct conntab_cursor *cur,
+		     size_t budget, struct scan_ctx *s)
+{
+	int ret;
+
+	s->calls = 0;
+	rcu_read_lock();
+	ret = conntab_scan(t, cur, budget, scan_fn, s);
+	rcu_read_unlock();
+	ck_assert_uint_le(s->calls, budget);
+	return ret;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int cursor_zero(const struct conntab_cursor *cur)
+{
+	static const struct conntab_cursor zero;
+
+	return !memcmp(cur, &zero, sizeof(zero));
+}
+
+/* A whole pass with @budget per call; returns the number of calls. */
+static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
+{
+	struct conntab_cursor cur = { { 0 } };
+	size_t calls = 0;
+	int ret;
+
+	s->pass++;
+	do {
+		ret = scan_call(t, &cur, budget, s);
+		ck_assert_int_ge(ret, 0);
+		calls++;
+		if (ret == 0)
+			ck_assert(!cursor_zero(&cur));
+	} while (ret != 1);
+	ck_assert(cursor_zero(&cur));
+	return calls;
+}
+
+static struct conntab *filled(enum conntab_backend b, size_t n,
+			      struct tconn *c, size_t expected)
+{
+	struct conntab *t = t_table(b, expected, 0);
+	struct conntab_key k;
+	size_t i;
+
+	t_conns_init(c, n);
+	for (i = 0; i < n; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+	}
+	return t;
+}
+
+START_TEST(scan_codes)
+{
+	static struct tconn c[300];
+	struct conntab_cursor cur = { { 0 } }, other;
+	struct scan_ctx s = { 0 };
+	struct conntab *t, *u;
+	size_t i;
+
+	SKIP_UNSUPPORTED();
+	t = t_table(B, 0, 0);
+	u = t_table(B, 0, 0);
+	/* Bad arguments: -EINVAL, cursor untouched. */
+	ck_assert_int_eq(conntab_scan(NULL, &cur, 1, scan_fn, &s), -EINVAL);
+	ck_assert_int_eq(conntab_scan(t, NULL, 1, scan_fn, &s), -EINVAL);
+	ck_assert_int_eq(conntab_scan(t, &cur, 1, NULL, &s), -EINVAL);
+	ck_assert_int_eq(conntab_scan(t, &cur, 0, scan_fn, &s), -EINVAL);
+	ck_assert(cursor_zero(&cur));
+	/*
+	 * Empty table: a call with a budget that covers its empty slots
+	 * ends the pass at once; with budget 1, calls that visit nothing
+	 * pass the empty slots a bounded number at a time, and end it.
+	 */
+	s.pass = 1;
+	ck_assert_int_eq(scan_call(t, &cur, 1000, &s), 1);
+	ck_assert_uint_eq(s.calls, 0);
+	ck_assert(cursor_zero(&cur));
+	for (i = 0; i < 1000 && scan_call(t, &cur, 1, &s) == 0; i++)
+		ck_assert_uint_eq(s.calls, 0);
+	ck_assert_uint_lt(i, 1000);
+	ck_assert(cursor_zero(&cur));
+	conntab_destroy(t, NULL);
+
+	t = filled(B, 300, c, 0);
+	/* Budget: 0 while nodes are left, the cursor records where. */
+	s.pass = 2;
+	ck_assert_int_eq(scan_call(t, &cur, 7, &s), 0);
+	ck_assert_uint_eq(s.calls, 7);
+	ck_assert(!cursor_zero(&cur));
+	/* A cursor of this table is refused by another table... */
+	ck_assert_int_eq(conntab_scan(u, &cur, 5, scan_fn, &s), -EINVAL);
+	/* ...and garbage in a cursor by any. */
+	other = cur;
+	other.opaque[0] ^= 0x10;
+	ck_assert_int_eq(conntab_scan(t, &other, 5, scan_fn, &s), -EINVAL);
+	memset(&other, 0, sizeof(other));
+	other.opaque[3] = 1;	/* "fresh", but not zero */
+	ck_assert_int_eq(conntab_scan(t, &other, 5, scan_fn, &s), -EINVAL);
+	/* fn's value stops the call; the pass goes on after that node. */
+	s.stop_at = 3;
+	s.stop_ret = 42;
+	ck_assert_int_eq(scan_call(t, &cur, 50, &s), 42);
+	ck_assert_uint_eq(s.calls, 3);
+	s.stop_at = 0;
+	s.stop_ret = -ENOENT;	/* negative values come back too */
+	s.stop_at = 1;
+	ck_assert_int_eq(scan_call(t, &cur, 50, &s), -ENOENT);
+	s.stop_at = 0;
+	while (scan_call(t, &cur, 64, &s) == 0)
+		;
+	ck_assert(cursor_zero(&cur));
+	for (i = 0; i < 300; i++) {
+		ck_assert_uint_eq(c[i].mark, 2);
+		ck_assert_uint_eq(c[i].count, 1);
+	}
+	ck_assert_uint_eq(s.twice, 0);
+	/* The next call starts a new pass. */
+	s.pass = 3;
+	ck_assert_int_eq(scan_call(t, &cur, 1000, &s), 1);
+	ck_assert_uint_eq(s.calls, 300);
+	t_expect_counts(t, 300, 0);
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+}
+END_TEST
+
+START_TEST(scan_budgets)
+{
+	static const size_t budgets[] = { 1, 2, 3, 17, 31, 32, 33, 100, 1000,
+					  5000, (size_t)-1 };
+	static struct tconn c[3000];
+	struct scan_ctx s = { 0 };
+	struct conntab *t;
+	size_t b, i, calls;
+
+	SKIP_UNSUPPORTED();
+	t = filled(B, 3000, c, 3000);
+	for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		calls = scan_pass(t, budgets[b], &s);
+		for (i = 0; i < 3000; i++) {
+			ck_assert_uint_eq(c[i].mark, s.pass);
+			ck_assert_uint_eq(c[i].count, 1);
+		}
+		ck_assert_uint_eq(s.twice, 0);
+		/* Budget-bound calls, never a rescan: about 3000 / budget. */
+		if (budgets[b] < 3000)
+			ck_assert_uint_le(calls, 3000 / budgets[b] + 2);
+		else
+			ck_assert_uint_eq(calls, 1);
+	}
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
+/* Callbacks that remove or time-wait their node, a few per call. */
+START_TEST(scan_fn_changes)
+{
+	static struct tconn c[2000];
+	struct scan_ctx s = { 0 };
+	struct conntab *t;
+	size_t i;
+
+	SKIP_UNSUPPORTED();
+	t = filled(B, 2000, c, 0);
+	s.t = t;
+	s.action = 2;
+	scan_pass(t, 13, &s);
+	t_expect_counts(t, 2000, 2000);
+	for (i = 0; i < 2000; i++)
+		ck_assert_uint_eq(c[i].count, 1);
+	s.action = 1;
+	scan_pass(t, 5, &s);
+	for (i = 0; i < 2000; i++)
+		ck_assert_uint_eq(c[i].count, 1);
+	t_expect_counts(t, 0, 0);
+	ck_assert_uint_eq(s.twice, 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+}
+END_TEST
+
+/*
+ * Passes while a writer grows and shrinks the table, for RUN_MS (the
+ * minimums bound the work, not the time: no outcome depends on timing).
+ * Stable keys (ids
+ * below NSTABLE) are inserted first and stay; the writer inserts and
+ * removes the wave keys (its own nodes, freed through call_rcu) in waves
+ * of WAVE, and time-waits and recycles some. Every pass must visit each
+ * stable node exactly once; scan_fn counts any node visited twice.
+ */
+#define NSTABLE	1000
+#define WAVE	8000
+#define RUN_MS	1500	/* and at least 10 passes over 3 waves */
+
+struct waver {
+	struct conntab *t;
+	int stop;		/* atomic: set by the main thread */
+	unsigned long waves, ops;
+	struct tconn **live;
+};
+
+static void *wave_writer(void *arg)
+{
+	struct waver *w = arg;
+	struct conntab_node *rec;
+	struct conntab_key k;
+	uint32_t i, size;
+	struct tconn *c;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+		/* Up to WAVE, then down to 0: exthash splits, then merges. */
+		size = WAVE / 4 + (uint32_t)(w->waves % 4) * WAVE / 4;
+		for (i = 0; i < size &&
+			    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED); i++) {
+			c = t_conn_new(NSTABLE + i);
+			t_key(&k, NSTABLE + i);
+			if (conntab_insert(w->t, &c->node, &k)) {
+				th_report("wave insert %u failed", i);
+				free(c);
+				continue;
+			}
+			w->live[i] = c;
+			w->ops++;
+		}
+		for (i = 0; i < size; i += 3) {
+			c = w->live[i];
+			if (!c || conntab_timewait(w->t, &c->node, &c->node))
+				continue;
+			/* And back: a new node in its place. */
+			c = t_conn_new(NSTABLE + i);
+			t_key(&k, NSTABLE + i);
+			if (!conntab_insert_recycle(w->t, &c->node, &k, &rec)) {
+				th_retire(t_conn_of(rec));
+				w->live[i] = c;
+			} else {
+				free(c);
+			}
+		}
+		for (i = 0; i < size; i++) {
+			c = w->live[i];
+			if (!c)
+				continue;
+			if (conntab_remove(w->t, &c->node))
+				th_report("wave remove %u failed", i);
+			else
+				th_retire(c);
+			w->live[i] = NULL;
+			w->ops++;
+		}
+		__atomic_store_n(&w->waves, w->waves + 1, __ATOMIC_RELAXED);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(scan_under_waves)
+{
+	static struct tconn c[NSTABLE];
+	static struct tconn *live[WAVE];
+	struct waver w = { 0 };
+	struct scan_ctx s = { 0 };
+	struct conntab_resize_stats rs;
+	unsigned long passes = 0, calls = 0;
+	uint64_t rng = 0x5ca1ab1e, t0;
+	pthread_t th;
+	size_t i, budget;
+
+	SKIP_UNSUPPORTED();
+	th_reset();
+	w.t = filled(B, NSTABLE, c, 0);
+	w.live = live;
+	memset(live, 0, sizeof(live));
+	ck_assert_int_eq(pthread_create(&th, NULL, wave_writer, &w), 0);
+	t0 = now_ms();
+	while (now_ms() - t0 < RUN_MS || passes < 10 ||
+	       __atomic_load_n(&w.waves, __ATOMIC_RELAXED) < 3) {
+		/* Budgets from 1 up: many resumes per pass. */
+		budget = 1 + th_rnd(&rng) % (passes % 3 ? 2000 : 40);
+		calls += scan_pass(w.t, budget, &s);
+		for (i = 0; i < NSTABLE; i++) {
+			ck_assert_msg(c[i].mark == s.pass && c[i].count == 1,
+				      "pass %u: stable key %zu visited %u "
+				      "times", s.pass, i,
+				      c[i].mark == s.pass ? c[i].count : 0);
+		}
+		ck_assert_uint_eq(s.twice, 0);
+		passes++;
+		if (passes > 4000)
+			break;
+	}
+	__atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(th_errors(), 0);
+	conntab_resize_stats(w.t, &rs);
+	if (B == CONNTAB_EXTHASH) {
+		/* The waves made it resize under the passes. */
+		ck_assert_uint_gt(rs.splits, 0);
+		ck_assert_uint_gt(rs.merges, 0);
+	}
+	t_expect_counts(w.t, NSTABLE, 0);
+	rcu_barrier();
+	conntab_destroy(w.t, NULL);
+	th_quarantine_flush();
+	(void)calls;
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const per_backend[] = {
+		scan_codes, scan_budgets, scan_fn_changes, scan_under_waves,
+	};
+	Suite *s = suite_create("scan");
+	int ret;
+
+	rcu_register_thread();
+	t_add_backend_cases(s, per_backend,
+			    sizeof(per_backend) / sizeof(per_backend[0]), 120);
+	ret = t_run(s, 900);
+	rcu_unregister_thread();
+	return ret;
+}
