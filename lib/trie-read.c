@@ -118,32 +118,11 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 }
 
 /*
- * The part of @x's window that the path above fixed: bits [x->pos, lim)
- * with lim = min(pend, end), where @pend is the end of the parent's
- * window (or further, where the path's bits are known). Returns its width
- * (0: none) and the bits in *pre.
- */
-static inline unsigned int ct_t_overlap(const struct ct_tnode *x,
-					const uint8_t *ps, unsigned int pend,
-					uint32_t *pre)
-{
-	unsigned int end = ct_t_end(x), lim = pend < end ? pend : end;
-
-	if (lim <= x->pos) {
-		*pre = 0;
-		return 0;
-	}
-	*pre = ct_bits(ps, x->pos, lim - x->pos);
-	return lim - x->pos;
-}
-
-/*
  * Sparse node: the live entry with the smallest value above @after (-1:
  * none yet) whose top @ov bits are @pre; its index, or -1. Entries
  * appended meanwhile are seen or not, as a reader may.
  */
-static int ct_k_next(struct ct_tnode *x, long after, unsigned int ov,
-		     uint32_t pre)
+int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre)
 {
 	unsigned int i, n = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
 	const uint16_t *val = ct_k_val(x);
@@ -161,14 +140,6 @@ static int ct_k_next(struct ct_tnode *x, long after, unsigned int ov,
 			best = (int)i;
 	}
 	return best;
-}
-
-/* Dense node: the slots the path allows, [*lo, *hi]. */
-static inline void ct_d_range(const struct ct_tnode *x, unsigned int ov,
-			      uint32_t pre, uint32_t *lo, uint32_t *hi)
-{
-	*lo = pre << (x->w - ov);
-	*hi = *lo + (((uint32_t)1 << (x->w - ov)) - 1);
 }
 
 struct ct_walk {

@@ -219,8 +219,21 @@ struct ct_tins {
 	const uint8_t *s;
 	unsigned int L;
 	struct conntab_node **recycled;
+	bool held;		/* the caller holds a reservation for it */
 	bool fix;		/* a dense node on the path wants reshaping */
 };
+
+/* Count the new entry against max_entries, unless the caller did. */
+static bool ct_t_reserve(struct ct_tins *ins)
+{
+	return ins->held || ct_reserve(&ins->tr->base);
+}
+
+static void ct_t_unreserve(struct ct_tins *ins)
+{
+	if (!ins->held)
+		ct_unreserve(&ins->tr->base);
+}
 
 static void ct_t_count(struct ct_trie *tr, long entries, long timewait)
 {
@@ -319,7 +332,7 @@ static int ct_t_fill(struct ct_tins *ins, const struct ct_tpath *pa)
 	ct_hold_lock(ins->tr, &h);
 	if (!ct_hold_valid(&h, 0)) {
 		err = -EAGAIN;
-	} else if (!ct_reserve(&ins->tr->base)) {
+	} else if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 	} else {
 		ct_hold_store(&h, ins->leaf);
@@ -352,14 +365,14 @@ static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa)
 		ct_hold_lock(ins->tr, &h);
 	if (!ct_hold_valid(&h, pa->end)) {
 		err = -EAGAIN;
-	} else if (!ct_reserve(&ins->tr->base)) {
+	} else if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 	} else {
 		ct_bitem_leaf(&b, &it[0], pa->end);
 		ct_bitem_leaf(&b, &it[1], ins->leaf);
 		err = ct_t_rebuild(ins, &h, pa->end, it, 2);
 		if (err)
-			ct_unreserve(&ins->tr->base);
+			ct_t_unreserve(ins);
 	}
 	if (in && ct_t_isk(in))
 		ct_kunlock(ins->tr, &kl, false, &ins->fix);
@@ -403,7 +416,7 @@ static int ct_t_split_above(struct ct_tins *ins, const struct ct_tpath *pa,
 		err = -EAGAIN;
 		goto unlock;
 	}
-	if (!ct_reserve(&ins->tr->base)) {
+	if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 		goto unlock;
 	}
@@ -419,7 +432,7 @@ static int ct_t_split_above(struct ct_tins *ins, const struct ct_tpath *pa,
 	ct_bitem_leaf(&b, &it[n++], ins->leaf);
 	err = ct_t_rebuild(ins, &h, (uintptr_t)x, it, n);
 	if (err)
-		ct_unreserve(&ins->tr->base);
+		ct_t_unreserve(ins);
 	else if (open)
 		ct_t_kill(x);
 	if (open)
@@ -528,7 +541,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 		gone = counted = !err;
 		if (!err)
 			err = -EAGAIN;
-	} else if (!ct_reserve(&tr->base)) {
+	} else if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 	} else if (i >= 0) {
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
@@ -542,7 +555,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 	} else if (x->live < CT_T_KMAX) {
 		y = ct_k_copy(tr, x, pa->v, ins->leaf, (x->live + 1u) / 4);
 		if (!y) {
-			ct_unreserve(&tr->base);
+			ct_t_unreserve(ins);
 			err = -ENOMEM;
 		} else {
 			ct_hold_store(&kl.h, (uintptr_t)y);
@@ -555,7 +568,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 		err = ct_build(&b, it, n, kl.h.at.pend,
 			       ct_hold_anchored_end(&kl.h, kl.h.at.pend), &w);
 		if (err)
-			ct_unreserve(&tr->base);
+			ct_t_unreserve(ins);
 		else
 			ct_hold_store(&kl.h, w);
 		gone = !err;
@@ -615,104 +628,154 @@ static int ct_t_insert1(struct ct_tins *ins)
 	return ct_t_fill(ins, &pa);
 }
 
-int ct_trie_insert(struct conntab *t, struct conntab_node *n,
-		   struct conntab_node **recycled)
+/*
+ * Insert @n; with @held the caller already counted it against
+ * max_entries (an eviction's victim left its reservation), and keeps
+ * that reservation if the insert fails.
+ */
+int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
+		struct conntab_node **recycled, bool held)
 {
-	struct ct_trie *tr = ct_trie(t);
 	uint8_t s[CT_KEY_STR_BUF];
 	struct ct_tins ins = {
 		.tr = tr, .leaf = ct_w_of(n), .s = s,
-		.recycled = recycled,
+		.recycled = recycled, .held = held,
 	};
 	int err;
 
 	ins.L = ct_key_str(&n->ct_key, s) * 8;
-	t->flavor->read_lock();
+	tr->base.flavor->read_lock();
 	do {
 		ins.fix = false;
 		err = ct_t_insert1(&ins);
 		if (ins.fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
-	t->flavor->read_unlock();
+	tr->base.flavor->read_unlock();
 	/* A recycle replaces a counted node. */
 	if (!err && !(recycled && *recycled))
-		ct_t_count(tr, 1, 0);
+		ct_t_count(tr, 1, n->ct_state == CONNTAB_TIMEWAIT);
 	return err;
 }
 
-/*
- * Remove from sparse x (its kid @idx is the leaf): a tombstone, and
- * when one entry is left x is replaced by it (collapse); a node down to
- * a quarter of its capacity is compacted when memory allows.
- */
-static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
-			 uintptr_t leaf, bool *fix)
+int ct_trie_insert(struct conntab *t, struct conntab_node *n,
+		   struct conntab_node **recycled)
 {
-	unsigned int k = pa->n - 1, i;
-	uint32_t idx = pa->at[pa->n].idx;
-	bool pk = k > 0 && ct_t_isk(pa->at[k].in);
-	struct ct_klock kl, kp;
-	struct ct_tnode *x, *y;
-	uintptr_t nw = 0;
-	bool gone = false, counted = false;
+	return ct_t_insert(ct_trie(t), n, recycled, false);
+}
 
-	/*
-	 * Under a sparse parent, x may collapse into a leaf: an entry of
-	 * the parent changes kind, so the parent is locked as for a change
-	 * of its entries, and x's place is then its own.
-	 */
-	if (pk) {
-		if (ct_klock(tr, pa, k - 1, &kp))
-			return -EAGAIN;
-		kl.x = pa->x[k];
-		kl.c0 = CT_C_EMPTY;
-		ct_hold_init(&kl.h, &pa->at[k], kl.x);
-		if (!ct_hold_valid(&kl.h, (uintptr_t)kl.x)) {
-			ct_kunlock(tr, &kp, false, fix);
-			return -EAGAIN;
-		}
-		ct_t_lock8(&kl.x->lock);
-	} else if (ct_klock(tr, pa, k, &kl)) {
+/*
+ * Lock sparse x = pa->x[k] to change its entries (lib/trie-path.h). Under
+ * a sparse parent, x may collapse into a leaf: an entry of the parent
+ * changes kind, so the parent is locked as for a change of its entries
+ * (*pk set, @kp), and x's place is then its own.
+ */
+static int ct_k_lock_place(struct ct_trie *tr, const struct ct_tpath *pa,
+			   unsigned int k, struct ct_klock *kl,
+			   struct ct_klock *kp, bool *pk, bool *fix)
+{
+	*pk = k > 0 && ct_t_isk(pa->at[k].in);
+	if (!*pk)
+		return ct_klock(tr, pa, k, kl);
+	if (ct_klock(tr, pa, k - 1, kp))
+		return -EAGAIN;
+	kl->x = pa->x[k];
+	kl->c0 = CT_C_EMPTY;
+	ct_hold_init(&kl->h, &pa->at[k], kl->x);
+	if (!ct_hold_valid(&kl->h, (uintptr_t)kl->x)) {
+		ct_kunlock(tr, kp, false, fix);
 		return -EAGAIN;
 	}
+	ct_t_lock8(&kl->x->lock);
+	return 0;
+}
+
+static void ct_k_unlock_place(struct ct_trie *tr, struct ct_klock *kl,
+			      struct ct_klock *kp, bool pk, bool counted,
+			      bool *fix)
+{
+	if (pk) {
+		ct_t_unlock8(&kl->x->lock);
+		ct_kunlock(tr, kp, false, fix);
+	} else {
+		ct_kunlock(tr, kl, counted, fix);
+	}
+}
+
+/*
+ * Sparse x (locked as above) after it lost entries: with none left it
+ * goes (not under a sparse parent, whose live count it would change: a
+ * state only a concurrent eviction's light removal can leave, see
+ * ct_t_tidy()); with one left it is replaced by it (collapse), a shared
+ * one cut into its pieces; down to a quarter of its capacity it is
+ * compacted when memory allows. True if x was unlinked (to retire).
+ */
+static bool ct_k_shrink(struct ct_trie *tr, struct ct_klock *kl, bool pk,
+			bool *counted)
+{
+	struct ct_tnode *x = kl->x, *y;
+	unsigned int i;
+
+	if (x->live <= 1 && kl->h.m > 1) {
+		ct_k_unshare(tr, &kl->h, x, kl->c0);	/* <= 1 entry each */
+		*counted = true;
+		return true;		/* unshare killed it */
+	}
+	if (x->live == 0 && !pk) {
+		ct_hold_store(&kl->h, 0);
+	} else if (x->live == 1) {
+		for (i = 0; !ct_k_kid(x)[i]; i++)
+			;
+		ct_hold_store(&kl->h, ct_k_kid(x)[i]);
+	} else if (x->live > 1 && x->cap > 4 && 4u * x->live <= x->cap) {
+		y = ct_k_copy(tr, x, 0, 0, 0);
+		if (!y)
+			return false;
+		ct_hold_store(&kl->h, (uintptr_t)y);
+	} else {
+		return false;
+	}
+	ct_t_kill(x);
+	return true;
+}
+
+/*
+ * Remove from sparse x (its kid @idx is the leaf): a tombstone, then
+ * x shrinks (above) unless @light: an eviction leaves x as it is until
+ * its newcomer is in, so that its victim can go back without memory
+ * (lib/trie-evict.c), then calls ct_t_tidy().
+ */
+static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
+			 uintptr_t leaf, bool light, bool *fix)
+{
+	uint32_t idx = pa->at[pa->n].idx;
+	struct ct_klock kl, kp;
+	struct ct_tnode *x;
+	bool pk, gone = false, counted = false;
+
+	if (ct_k_lock_place(tr, pa, pa->n - 1, &kl, &kp, &pk, fix))
+		return -EAGAIN;
 	x = kl.x;
 	if (idx < x->n && ct_k_kid(x)[idx] == leaf) {
 		ct_rcu_store(ct_k_kid(x)[idx], 0);
 		x->live--;
-		if (x->live == 1 && kl.h.m > 1) {
-			ct_k_unshare(tr, &kl.h, x, kl.c0); /* <= 1 entry each */
-			gone = counted = true;
-		} else if (x->live == 1) {
-			for (i = 0; !ct_k_kid(x)[i]; i++)
-				;
-			nw = ct_k_kid(x)[i];
-		} else if (x->cap > 4 && 4u * x->live <= x->cap) {
-			y = ct_k_copy(tr, x, 0, 0, 0);
-			nw = (uintptr_t)y;
-		}
-		if (nw) {
-			ct_hold_store(&kl.h, nw);
-			gone = true;
-		}
-		if (gone)
-			ct_t_kill(x);
+		if (!light)
+			gone = ct_k_shrink(tr, &kl, pk, &counted);
 	} else {
 		idx = ~0u;	/* moved meanwhile: look again */
 	}
-	if (pk) {
-		ct_t_unlock8(&x->lock);
-		ct_kunlock(tr, &kp, false, fix);
-	} else {
-		ct_kunlock(tr, &kl, counted, fix);
-	}
+	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
 	if (gone)
 		ct_t_retire(tr, x);
 	return idx == ~0u ? -EAGAIN : 0;
 }
 
+/*
+ * @light: an eviction's removal (above); the reservation then stays with
+ * the caller, for the newcomer.
+ */
 static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
-			const uint8_t *s, bool *fix)
+			const uint8_t *s, bool light, bool *fix)
 {
 	uintptr_t leaf = ct_w_of(n);
 	struct ct_tpath pa;
@@ -725,7 +788,7 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		return -ENOENT;
 	in = pa.at[pa.n].in;
 	if (in && ct_t_isk(in))
-		err = ct_t_k_remove(tr, &pa, leaf, fix);
+		err = ct_t_k_remove(tr, &pa, leaf, light, fix);
 	else {
 		ct_hold_init(&h, &pa.at[pa.n], NULL);
 		ct_hold_lock(tr, &h);
@@ -741,9 +804,61 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	if (!err) {
 		ct_node_release(n);
 		ct_t_count(tr, -1, n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0);
-		ct_unreserve(&tr->base);
+		if (!light)
+			ct_unreserve(&tr->base);
 	}
 	return err;
+}
+
+/*
+ * An eviction's removal of @n (key string @s; the caller holds the RCU
+ * read lock): light, the reservation kept. No reshaping: the caller runs
+ * ct_t_tidy(s) when done.
+ */
+int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
+		      const uint8_t *s)
+{
+	bool fix;
+	int err;
+
+	do {
+		fix = false;
+		err = ct_t_remove1(tr, n, s, true, &fix);
+	} while (err == -EAGAIN);
+	return err;
+}
+
+/* The shrink a light removal left undone at the end of @s's path. */
+static int ct_t_tidy1(struct ct_trie *tr, const uint8_t *s, bool *fix)
+{
+	struct ct_klock kl, kp;
+	struct ct_tpath pa;
+	struct ct_tnode *x;
+	bool pk, gone, counted = false;
+
+	ct_t_descend(tr, s, &pa);
+	if (!pa.n || !ct_t_isk(pa.x[pa.n - 1]))
+		return 0;
+	x = pa.x[pa.n - 1];
+	if (ct_k_lock_place(tr, &pa, pa.n - 1, &kl, &kp, &pk, fix))
+		return -EAGAIN;
+	gone = ct_k_shrink(tr, &kl, pk, &counted);
+	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
+	if (gone)
+		ct_t_retire(tr, x);
+	return 0;
+}
+
+void ct_t_tidy(struct ct_trie *tr, const uint8_t *s)
+{
+	bool fix;
+
+	tr->base.flavor->read_lock();
+	do {
+		fix = false;
+	} while (ct_t_tidy1(tr, s, &fix) == -EAGAIN);
+	ct_t_fix(tr, s);
+	tr->base.flavor->read_unlock();
 }
 
 int ct_trie_remove(struct conntab *t, struct conntab_node *n)
@@ -757,7 +872,7 @@ int ct_trie_remove(struct conntab *t, struct conntab_node *n)
 	t->flavor->read_lock();
 	do {
 		fix = false;
-		err = ct_t_remove1(tr, n, s, &fix);
+		err = ct_t_remove1(tr, n, s, false, &fix);
 		if (fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);

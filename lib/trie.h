@@ -229,6 +229,34 @@ static inline void ct_putbits(uint8_t *s, unsigned int pos, unsigned int w,
 }
 
 /*
+ * The part of @x's window that the path above fixed: bits [x->pos, lim)
+ * with lim = min(pend, end), where @pend is the end of the parent's
+ * window (or further, where the path's bits are known). Returns its width
+ * (0: none) and the bits in *pre.
+ */
+static inline unsigned int ct_t_overlap(const struct ct_tnode *x,
+					const uint8_t *ps, unsigned int pend,
+					uint32_t *pre)
+{
+	unsigned int end = ct_t_end(x), lim = pend < end ? pend : end;
+
+	if (lim <= x->pos) {
+		*pre = 0;
+		return 0;
+	}
+	*pre = ct_bits(ps, x->pos, lim - x->pos);
+	return lim - x->pos;
+}
+
+/* Dense node: the slots the path allows, [*lo, *hi]. */
+static inline void ct_d_range(const struct ct_tnode *x, unsigned int ov,
+			      uint32_t pre, uint32_t *lo, uint32_t *hi)
+{
+	*lo = pre << (x->w - ov);
+	*hi = *lo + (((uint32_t)1 << (x->w - ov)) - 1);
+}
+
+/*
  * Per-thread shards of the table's counters: two writers do not bounce
  * one line on every write. Sums are not snapshots.
  */
@@ -368,6 +396,11 @@ bool ct_d_wants_resize(const struct ct_tnode *d);
 int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 		   struct conntab_node **recycled);
 int ct_trie_remove(struct conntab *t, struct conntab_node *n);
+int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
+		struct conntab_node **recycled, bool held);
+int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
+		      const uint8_t *s);
+void ct_t_tidy(struct ct_trie *tr, const uint8_t *s);
 int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 		     struct conntab_node *tw);
 
@@ -382,5 +415,13 @@ int ct_trie_walk_prefix(struct conntab *t, const uint8_t *s,
 struct conntab_node *ct_t_first_leaf(uintptr_t p, const uint8_t *ps,
 				     unsigned int pend);
 int ct_k_find(struct ct_tnode *x, uint32_t v);
+int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre);
+
+/* lib/trie-scan.c, lib/trie-evict.c: the lifecycle calls. */
+int ct_trie_scan(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
+		 bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
+			 ct_rank_fn rank, void *arg,
+			 struct conntab_node **evicted);
 
 #endif /* CT_TRIE_H */
