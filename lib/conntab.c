@@ -434,6 +434,18 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 		return;
 	ct_writer_check(t, "conntab_stats()");
 	t->ops->stats(t, st);
+	/*
+	 * The backends sum counters kept per part (stripe, segment) with no
+	 * common snapshot, so a node that moves between parts while they
+	 * are summed, as an eviction's victim and newcomer do, can be
+	 * counted on both sides: one more than any instant held. No
+	 * instant holds more than max_entries (the reservation passes from
+	 * victim to newcomer), so neither does the sum.
+	 */
+	if (t->max_entries && st->entries > t->max_entries)
+		st->entries = t->max_entries;
+	if (st->timewait > st->entries)
+		st->timewait = st->entries;
 }
 
 CONNTAB_API int conntab_resize_stats(struct conntab *t,

@@ -232,6 +232,15 @@ tests_test_exthash_skew_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
 	$(CHECK_CFLAGS)
 tests_test_exthash_skew_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
 
+# Memory follows the table: filled to 1M, churned, emptied to 1%, each
+# hash backend holds what a fresh table of that 1% holds (exthash within a
+# factor of 2; chained and split their fixed array), stats and heap.
+check_PROGRAMS += tests/test-memory
+TESTS += tests/test-memory
+tests_test_memory_SOURCES = tests/test-memory.c $(T_COMMON)
+tests_test_memory_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
+tests_test_memory_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
+
 # CONNTAB_EXTHASH under online resizing: growth and shrinking
 # with readers asserting zero misses, exactly-once walks under splits and
 # merges, allocation failure during growth. The contract suite covers the

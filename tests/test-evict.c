@@ -272,6 +272,7 @@ struct evictor {
 	int stop;			/* atomic: set by the main thread */
 	unsigned long evictions;
 	unsigned long lookups, misses;
+	unsigned long stats, over;	/* stats read, and above the cap */
 };
 
 static void *evict_reader(void *arg)
@@ -279,6 +280,7 @@ static void *evict_reader(void *arg)
 	struct evictor *e = arg;
 	struct conntab_node *n;
 	struct conntab_key k;
+	unsigned long nlook = 0;
 	uint64_t rng = 99;
 	uint32_t id;
 
@@ -294,6 +296,19 @@ static void *evict_reader(void *arg)
 			th_check_node(n, &k, id, "evict reader");
 		rcu_read_unlock();
 		__atomic_fetch_add(&e->lookups, 1, __ATOMIC_RELAXED);
+		/*
+		 * The counts while evictions move nodes between stripes
+		 * and segments: never above the cap, as no instant is.
+		 */
+		if (++nlook % 16 == 0) {
+			struct conntab_stats st;
+
+			conntab_stats(e->t, &st);
+			if (st.entries > C_CAP || st.timewait > st.entries)
+				__atomic_fetch_add(&e->over, 1,
+						   __ATOMIC_RELAXED);
+			__atomic_fetch_add(&e->stats, 1, __ATOMIC_RELAXED);
+		}
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -359,6 +374,8 @@ START_TEST(evict_concurrent)
 	ck_assert_uint_eq(e.misses, 0);
 	ck_assert_uint_eq(th_errors(), 0);
 	ck_assert_uint_gt(e.lookups, 0);
+	ck_assert_uint_gt(e.stats, 0);
+	ck_assert_uint_eq(e.over, 0);
 	t_expect_counts(e.t, C_CAP, 0);
 	rcu_barrier();
 	conntab_destroy(e.t, release_free);

@@ -494,6 +494,9 @@ CONNTAB_API int conntab_walk_prefix(struct conntab *t,
 /**
  * Read the table's counters. Computes max_depth by scanning the table
  * (O(size)); it takes the writer locks briefly and needs no RCU read lock.
+ * Under concurrent writers the counts are a sum over the table's parts,
+ * each exact when read, not one instant's; entries is never above
+ * conntab_config::max_entries, nor timewait above entries.
  * @param t  table
  * @param st filled in (zeroed for a NULL @p t)
  */
