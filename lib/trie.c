@@ -36,11 +36,17 @@
  *    each, so each of the other 3/16 is a distinct child); a short one at
  *    most 80 + 64 (an eighth of its slots used). So the library holds at
  *    most sizeof(table) + 80 I + 64 E < sizeof(table) + 208 N bytes,
- *    whatever keys came and went: a table that held 1M and holds 10 now
- *    uses what 10 need (tests/test-trie.c checks it after adversarial
- *    churn). The bound holds once the writers that emptied a node have
- *    reshaped it; one that finds no memory for that leaves it as it was
- *    (a removal never fails) and the next writer there tries again.
+ *    whatever keys came and went. In the terms of conntab_stats(), for
+ *    the N entries present now:
+ *        buckets (internal nodes) <= N - 1 (0 when N <= 1),
+ *        memory <= sizeof(struct ct_trie) + 208 N,
+ *    so a table that held 1M and holds 10 now uses what 10 need, and an
+ *    emptied one has no internal node at all (tests/test-trie-bound.c
+ *    checks both after each phase of adversarial churn). The bound holds
+ *    once the writers that emptied a node have reshaped it; one that
+ *    finds no memory for that leaves it as it was (a removal never
+ *    fails) and the next writer there tries again; an eviction reshapes
+ *    the victim's node once its newcomer is in (lib/trie-evict.c).
  *
  * Concurrency. Readers (RCU read lock held) load each child word once
  * (ct_w_load: consume, pairing with the release store that published it)
