@@ -190,7 +190,6 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt $((sessions + 100)) ]; then
 fi
 
 backends=$("$flowd" --list-backends) || fail "--list-backends"
-backends=$(echo "$backends" | grep -vx trie) # TODO(trie-scan): remove when the trie has scan/evict
 [ -n "$backends" ] || fail "no backend available"
 if [ -n "${EXAMPLES_ONE_BACKEND:-}" ]; then
 	backends=$(echo "$backends" | head -n 1)

@@ -86,23 +86,29 @@ static inline unsigned int ct_key_str_bits(const struct conntab_key *k)
 
 /*
  * Write the canonical string of @k into @s (CT_KEY_STR_BUF bytes, zeroed
- * past the string); returns its length in bytes.
+ * past the string); returns its length in bytes. Fixed-size copies per
+ * family: lookups of the trie build one per call.
  */
 static inline unsigned int ct_key_str(const struct conntab_key *k, uint8_t *s)
 {
-	unsigned int alen = k->family == AF_INET ? 4 : 16;
-	unsigned int len = 8 + 2 * alen;
-
 	s[0] = (uint8_t)(k->zone >> 8);
 	s[1] = (uint8_t)k->zone;
 	s[2] = k->proto;
 	s[3] = k->family;
-	memcpy(s + 4, &k->laddr, alen);
-	memcpy(s + 4 + alen, &k->lport, 2);
-	memcpy(s + 6 + alen, &k->raddr, alen);
-	memcpy(s + 6 + 2 * alen, &k->rport, 2);
-	memset(s + len, 0, CT_KEY_STR_BUF - len);
-	return len;
+	if (k->family == AF_INET) {
+		memcpy(s + 4, &k->laddr, 4);
+		memcpy(s + 8, &k->lport, 2);
+		memcpy(s + 10, &k->raddr, 4);
+		memcpy(s + 14, &k->rport, 2);
+		memset(s + 16, 0, CT_KEY_STR_BUF - 16);
+		return 16;
+	}
+	memcpy(s + 4, &k->laddr, 16);
+	memcpy(s + 20, &k->lport, 2);
+	memcpy(s + 22, &k->raddr, 16);
+	memcpy(s + 38, &k->rport, 2);
+	memset(s + CT_KEY_STR_MAX, 0, CT_KEY_STR_BUF - CT_KEY_STR_MAX);
+	return CT_KEY_STR_MAX;
 }
 
 /* Big-endian 64-bit load (string bytes in order as one number). */

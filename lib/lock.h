@@ -57,6 +57,15 @@ struct ct_locks {
 # define ct_cpu_relax()	__asm__ __volatile__("" ::: "memory")
 #endif
 
+/* One step of a spin wait: pause, and yield if the holder is preempted. */
+static inline void ct_spin_pause(unsigned int *spins)
+{
+	if (++*spins & 1023)
+		ct_cpu_relax();
+	else
+		sched_yield();
+}
+
 static inline void ct_spin_lock(uint32_t *l)
 {
 	unsigned int spins = 0;
@@ -64,13 +73,9 @@ static inline void ct_spin_lock(uint32_t *l)
 	for (;;) {
 		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
 			return;
-		/* Test before test-and-set; yield if the holder is preempted. */
-		while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-			if (++spins & 1023)
-				ct_cpu_relax();
-			else
-				sched_yield();
-		}
+		/* Test before test-and-set. */
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			ct_spin_pause(&spins);
 	}
 }
 

@@ -275,6 +275,15 @@ tests_test_trie_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
 tests_test_trie_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 	$(PTHREAD_LIBS)
 
+# CONNTAB_TRIE: the memory bound of lib/trie.c under adversarial churn,
+# and conntab_stats() beside writers.
+check_PROGRAMS += tests/test-trie-bound
+TESTS += tests/test-trie-bound
+tests_test_trie_bound_SOURCES = tests/test-trie-bound.c $(T_COMMON)
+tests_test_trie_bound_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_trie_bound_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_trie_bound_LDADD = $(T_MEMB_LDADD)
+
 # USDT probes (lib/probes.h): readelf -n lists them; under gdb,
 # tests/probes-drive makes each one fire (skipped without <sys/sdt.h>).
 check_PROGRAMS += tests/probes-drive

@@ -291,7 +291,7 @@ static int workload(enum conntab_backend b, struct run *r)
 		in += holder[i] != NULL;
 	if (err || walked != in)
 		note("walk: %d, %zu nodes, model %zu", err, walked, in);
-	if (b != CONNTAB_TRIE) {	/* the trie's comes with its redesign */
+	{
 		struct conntab_cursor cur = { { 0 } };
 
 		walked = 0;
@@ -308,8 +308,7 @@ static int workload(enum conntab_backend b, struct run *r)
 	conntab_destroy(t, release_fn);
 	if (released != in)
 		note("destroy released %zu nodes, model %zu", released, in);
-	if (b != CONNTAB_TRIE)
-		evict_workload(b, r);
+	evict_workload(b, r);
 	return 1;
 }
 

@@ -18,13 +18,6 @@
 
 #define B		((enum conntab_backend)_i)
 
-/* The trie's eviction comes with its second design (lib/trie.c). */
-#define SKIP_UNSUPPORTED()						\
-	do {								\
-		if (B == CONNTAB_TRIE)					\
-			return;						\
-	} while (0)
-
 struct rank_ctx {
 	unsigned long calls;	/* rank calls in the last insert_evict */
 	unsigned long willing;	/* of which ranked >= 0 */
@@ -66,7 +59,6 @@ START_TEST(evict_no_cap)
 	struct conntab *t;
 	uint32_t i;
 
-	SKIP_UNSUPPORTED();
 	t_conns_init(c, 100);
 	/* max_entries 0: inserts, the rank never asked. */
 	t = t_table(B, 0, 0);
@@ -122,7 +114,6 @@ START_TEST(evict_at_cap)
 	uint64_t rng = 42;
 	uint32_t i;
 
-	SKIP_UNSUPPORTED();
 	t_conns_init(c, CAP + MORE + 1);
 	t = t_table(B, CAP, CAP);
 	for (i = 0; i < CAP; i++) {
@@ -184,7 +175,6 @@ START_TEST(evict_ranks)
 	uint32_t i;
 	int err;
 
-	SKIP_UNSUPPORTED();
 	t_conns_init(c, CAP + EVICT);
 	t = t_table(B, CAP, CAP);
 	for (i = 0; i < CAP + EVICT; i++) {
@@ -250,7 +240,6 @@ START_TEST(evict_small)
 	struct conntab *t;
 	uint32_t cap, i;
 
-	SKIP_UNSUPPORTED();
 	for (cap = 1; cap <= 9; cap++) {
 		t_conns_init(c, 64);
 		t = t_table(B, 0, cap);
@@ -344,7 +333,6 @@ START_TEST(evict_concurrent)
 	uint32_t i;
 	int err;
 
-	SKIP_UNSUPPORTED();
 	th_reset();
 	e.t = t_table(B, 0, C_CAP);	/* exthash grows, then evicts */
 	for (i = 0; i < C_CAP; i++) {

@@ -18,13 +18,6 @@
 
 #define B		((enum conntab_backend)_i)
 
-/* The trie's scan comes with its second design (lib/trie.c). */
-#define SKIP_UNSUPPORTED()						\
-	do {								\
-		if (B == CONNTAB_TRIE)					\
-			return;						\
-	} while (0)
-
 struct scan_ctx {
 	struct conntab *t;
 	uint32_t pass;		/* mark of the pass running */
@@ -133,7 +126,6 @@ START_TEST(scan_codes)
 	struct conntab *t, *u;
 	size_t i;
 
-	SKIP_UNSUPPORTED();
 	t = t_table(B, 0, 0);
 	u = t_table(B, 0, 0);
 	/* Bad arguments: -EINVAL, cursor untouched. */
@@ -209,7 +201,6 @@ START_TEST(scan_budgets)
 	struct conntab *t;
 	size_t b, i, calls;
 
-	SKIP_UNSUPPORTED();
 	t = filled(B, 3000, c, 3000);
 	for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
 		calls = scan_pass(t, budgets[b], &s);
@@ -236,7 +227,6 @@ START_TEST(scan_fn_changes)
 	struct conntab *t;
 	size_t i;
 
-	SKIP_UNSUPPORTED();
 	t = filled(B, 2000, c, 0);
 	s.t = t;
 	s.action = 2;
@@ -342,7 +332,6 @@ START_TEST(scan_under_waves)
 	pthread_t th;
 	size_t i, budget;
 
-	SKIP_UNSUPPORTED();
 	th_reset();
 	w.t = filled(B, NSTABLE, c, 0);
 	w.live = live;

@@ -17,19 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The trie's structural bounds for strides >= 4 (lib/trie.c). */
+/* lib/trie.c: at most L / 4 internal nodes on a path of an L-bit string. */
 #define V4_BITS		128
 #define V6_BITS		320
 #define MAX_DEPTH_V4	(V4_BITS / 4 + 1)
 #define MAX_DEPTH_V6	(V6_BITS / 4 + 1)
 /*
- * Memory: fewer internal nodes than entries, fewer child slots than twice
- * the entries; a node costs at most its 16-byte header and a head of the
- * prefix rounded up (IPv4: 16 + 1 -> 24 bytes, IPv6: 40 + 1 -> 48).
+ * lib/trie.c: at most 208 bytes per entry present over an empty table's
+ * memory, and fewer internal nodes than entries.
  */
-#define MEM_PER_ENTRY_V4	(16 + 24 + 2 * 8)
-#define MEM_PER_ENTRY_V6	(16 + 48 + 2 * 8)
-#define TABLE_OVERHEAD		4096
+#define BOUND_PER_ENTRY	208
 
 /*
  * Check's ck_assert writes a checkpoint to its log pipe on every call;
@@ -197,16 +194,14 @@ static void check_set(const char *what, struct conntab_key *k, size_t n,
 {
 	struct conntab *t = mk(CONNTAB_TRIE, 0);
 	struct conn *c = conns_alloc(n);
-	struct conntab_stats st;
-	size_t i, nv6 = 0, mem_bound;
+	struct conntab_stats st, empty;
+	size_t i, mem_bound;
 
+	conntab_stats(t, &empty);
 	insert_all(t, c, k, n);
 	lookup_all(t, c, k, n);
 	conntab_stats(t, &st);
-	for (i = 0; i < n; i++)
-		nv6 += k[i].family == AF_INET6;
-	mem_bound = TABLE_OVERHEAD + (n - nv6) * MEM_PER_ENTRY_V4 +
-		    nv6 * MEM_PER_ENTRY_V6;
+	mem_bound = empty.memory + BOUND_PER_ENTRY * n;
 	ck_assert_uint_eq(st.entries, n);
 	ck_assert_msg(st.max_depth <= depth_bound,
 		      "%s: depth %zu > %zu", what, st.max_depth, depth_bound);
@@ -225,14 +220,10 @@ static void check_set(const char *what, struct conntab_key *k, size_t n,
 		REQUIRE(conntab_remove(t, &c[i].node) == 0);
 	conntab_stats(t, &st);
 	ck_assert_uint_eq(st.entries, 0);
-	/*
-	 * Only full nodes stay (they are never freed before destroy), and
-	 * the nodes above them that still branch between such subtrees.
-	 * Each full node had 16 children when it filled, so there are at
-	 * most (n - 1) / 15 of them, and fewer branching nodes above.
-	 */
-	ck_assert_msg(st.buckets <= 2 * ((n - 1) / 15), "%s: %zu nodes left",
-		      what, st.buckets);
+	/* Nodes that empty or fall to one child go: nothing is left. */
+	ck_assert_msg(st.buckets == 0 && st.memory == empty.memory,
+		      "%s: %zu nodes, %zu bytes left (empty table: %zu)", what,
+		      st.buckets, st.memory, empty.memory);
 	ck_assert_uint_le(st.max_depth, 0);
 	conntab_destroy(t, NULL);
 	rcu_barrier();	/* the retired nodes are freed before c */
@@ -826,6 +817,76 @@ START_TEST(trie_nomem)
 	free(c);
 }
 END_TEST
+
+static int own_fn(struct conntab_node *n, void *arg)
+{
+	const struct conn *c = arg;
+
+	/* Only the test's own nodes: never memory of the table. */
+	REQUIRE(n >= &c[0].node && n <= &c[63].node);
+	return 0;
+}
+
+/*
+ * Keys the trie can never hold (zero-initialised, family 0, unknown
+ * families) find nothing, also after removals whose reshaping found no
+ * memory.
+ */
+START_TEST(trie_malformed_after_nomem)
+{
+	struct conntab *t = mk(CONNTAB_TRIE, 0);
+	struct conn *c = conns_alloc(64);
+	struct conntab_key k[64], bad[4];
+	struct conntab_node *out[4];
+	struct conntab_cursor cur = { { 0 } };
+	size_t i, seen = 0;
+
+	for (i = 0; i < 64; i++) {
+		conntab_key_v4(&k[i], IPPROTO_TCP, ip4(10, 0, 0, 1), htons(80),
+			       ip4(192, 0, 2, (unsigned int)i * 4),
+			       htons((uint16_t)i));
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+	}
+	/* Every removal's reshaping (collapse, compaction) without memory. */
+	for (i = 0; i < 64; i++) {
+		if (i % 8 == 3)
+			continue;
+		fail_next_malloc();
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+		__atomic_store_n(&malloc_fail_in, 0, __ATOMIC_SEQ_CST);
+	}
+	memset(bad, 0, sizeof(bad));			/* all zero */
+	bad[1] = k[3];
+	bad[1].family = 0;				/* family 0 */
+	bad[2] = k[3];
+	bad[2].family = 99;				/* unknown */
+	bad[3] = k[3];
+	bad[3].family = AF_INET6 + AF_INET;		/* unknown */
+	rcu_read_lock();
+	for (i = 0; i < 4; i++)
+		ck_assert_ptr_null(conntab_lookup(t, &bad[i]));
+	ck_assert_uint_eq(conntab_lookup_batch(t, bad, out, 4), 0);
+	for (i = 0; i < 4; i++)
+		ck_assert_ptr_null(out[i]);
+	for (i = 3; i < 64; i += 8)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]), &c[i].node);
+	ck_assert_int_eq(conntab_walk(t, own_fn, c), 0);
+	ck_assert_int_eq(conntab_walk(t, count_fn, &seen), 0);
+	ck_assert_uint_eq(seen, 8);
+	seen = 0;
+	ck_assert_int_eq(conntab_scan(t, &cur, 64, count_fn, &seen), 1);
+	ck_assert_uint_eq(seen, 8);
+	rcu_read_unlock();
+	for (i = 3; i < 64; i += 8)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	rcu_read_lock();
+	ck_assert_ptr_null(conntab_lookup(t, &bad[0]));
+	rcu_read_unlock();
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+}
+END_TEST
 #endif
 
 static Suite *trie_suite(void)
@@ -837,6 +898,7 @@ static Suite *trie_suite(void)
 	tcase_add_test(tc, trie_basics);
 #ifdef HAVE_MALLOC_FAIL
 	tcase_add_test(tc, trie_nomem);
+	tcase_add_test(tc, trie_malformed_after_nomem);
 #endif
 	tcase_add_test(tc, adv_sequential);
 	tcase_add_test(tc, adv_one_endpoint_ports);

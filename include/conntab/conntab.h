@@ -157,13 +157,16 @@ struct conntab_stats {
 
 /**
  * The online resizes of a table, broken down; filled by
- * conntab_resize_stats(). Backends that do not resize (chained, split,
- * trie) report zeros.
+ * conntab_resize_stats(). Backends that do not resize (chained, split)
+ * report zeros.
  */
 struct conntab_resize_stats {
-	size_t splits;		/**< completed splits (exthash: segments split in two) */
-	size_t merges;		/**< completed merges (exthash: buddy segments joined) */
-	size_t dir_slots;	/**< directory size in slots now (0 without a directory) */
+	size_t splits;		/**< completed splits (exthash: segments split in two;
+				     trie: dense nodes made twice as wide) */
+	size_t merges;		/**< completed merges (exthash: buddy segments joined;
+				     trie: dense nodes halved) */
+	size_t dir_slots;	/**< directory size in slots now (0 without a directory;
+				     trie: slots of a dense root node) */
 	size_t dir_resizes;	/**< completed directory doublings and halvings */
 	size_t in_progress;	/**< splits started and not yet finished */
 };
@@ -396,7 +399,9 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * descent). The budget also bounds the work on empty slots: a call on a
  * sparse fixed-size table (CONNTAB_CHAINED, CONNTAB_SPLIT holding far
  * fewer nodes than buckets) stops after 16 x @p budget empty buckets and
- * returns 0 having visited fewer than @p budget nodes.
+ * returns 0 having visited fewer than @p budget nodes; CONNTAB_TRIE counts
+ * the internal nodes and empty slots it passes against the same 16 x
+ * @p budget.
  *
  * @p fn may call conntab_remove() or conntab_timewait() on the node it is
  * given.
@@ -437,7 +442,9 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * table operation; doc/design.md says how each backend samples.
  *
  * Below max_entries, or with max_entries 0, it is conntab_insert().
- * @p rank runs under the library's writer lock: it must be short, must not
+ * @p rank runs under the library's writer lock (CONNTAB_TRIE: under its RCU
+ * read lock; the trie unlinks the victim before it links @p n, and puts
+ * the victim back if linking @p n fails): it must be short, must not
  * block, and must not call conntab functions on @p t.
  * @param t       table
  * @param n       node, initialised, in no table

@@ -60,8 +60,6 @@ struct fnode {
 static struct fnode pool[NPOOL];
 static struct conntab *t, *u;
 static struct conntab_cursor scan_cur;
-/* The trie's scan and eviction come with its second design. */
-static int no_scan_evict;
 static size_t max_entries;
 static enum conntab_backend backends[8];
 static size_t nbackends;
@@ -959,7 +957,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		conntab_node_init(&pool[i].node);
 	}
 	memset(&scan_cur, 0, sizeof(scan_cur));
-	no_scan_evict = cfg.backend == CONNTAB_TRIE;
 	t = conntab_create_flavor(&cfg, &rcu_flavor);
 	cfg.max_entries = 0;
 	cfg.expected = 0;
@@ -1017,12 +1014,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			op_timewait(u, byte() & 1);
 			break;
 		case 16:
-			if (!no_scan_evict)
-				op_scan();
+			op_scan();
 			break;
 		default:
-			if (!no_scan_evict)
-				op_evict(byte() & 7 ? t : u);
+			op_evict(byte() & 7 ? t : u);
 			break;
 		}
 	}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE: node allocation, the table's counters, and retirement of
+ * unlinked nodes (call_rcu, or a deferral list while conntab_stats()
+ * walks the trie without the RCU read lock).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+#include "trie.h"
+
+/*
+ * Counter shards: each thread draws one once, so two writers rarely share
+ * a line. Updated with relaxed atomics (threads may share a shard).
+ */
+static unsigned int ct_t_shard_next;
+static __thread unsigned int ct_t_shard_mine = -1u;
+
+struct ct_trie_count *ct_t_cnt(struct ct_trie *tr)
+{
+	if (__builtin_expect(ct_t_shard_mine == -1u, 0))
+		ct_t_shard_mine = __atomic_fetch_add(&ct_t_shard_next, 1,
+						     __ATOMIC_RELAXED) %
+				  CT_TRIE_SHARDS;
+	return &tr->cnt[ct_t_shard_mine];
+}
+
+static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
+{
+	struct ct_trie_count *c = ct_t_cnt(tr);
+
+	__atomic_add_fetch(&c->nodes, nodes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->memory, bytes, __ATOMIC_RELAXED);
+}
+
+/*
+ * Sparse capacities: the 8-byte head plus 2 bytes a value round up to 8,
+ * so these classes waste at most one value slot; a node grows by about a
+ * quarter (ct_k_capfor(live + 1 + live / 4)) and shrinks to its class.
+ */
+static const uint8_t ct_k_caps[] = { 2, 3, 4, 6, 8, 10, 12, 14, 16, 20,
+				     24, 28, 32 };
+
+unsigned int ct_k_capfor(unsigned int live)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ct_k_caps); i++)
+		if (ct_k_caps[i] >= live)
+			return ct_k_caps[i];
+	return CT_T_KMAX;
+}
+
+static size_t ct_t_size(const struct ct_tnode *x)
+{
+	return ct_t_isk(x) ? ct_k_size(x->cap) : ct_d_size(x->w);
+}
+
+struct ct_tnode *ct_k_alloc(struct ct_trie *tr, unsigned int cap,
+			    unsigned int pos, unsigned int w)
+{
+	size_t sz = ct_k_size(cap);
+	uint8_t *base = malloc(sz);
+	struct ct_tnode *x;
+
+	if (!base)
+		return NULL;
+	x = (struct ct_tnode *)(void *)(base + CT_T_HEAD);
+	memset(x, 0, sz - CT_T_HEAD);
+	x->kind = CT_T_K;
+	x->cap = (uint8_t)cap;
+	x->pos = (uint16_t)pos;
+	x->w = (uint8_t)w;
+	ct_t_account(tr, 1, (long)sz);
+	return x;
+}
+
+struct ct_tnode *ct_d_alloc(struct ct_trie *tr, unsigned int pos,
+			    unsigned int w, bool is_short)
+{
+	size_t sz = ct_d_size(w);
+	uint8_t *base = ct_array_alloc(sz);	/* zeroed: every slot empty */
+	struct ct_tnode *x;
+
+	if (!base)
+		return NULL;
+	x = (struct ct_tnode *)(void *)(base + CT_T_HEAD);
+	x->kind = CT_T_D | (is_short ? CT_T_SHORT : 0);
+	x->pos = (uint16_t)pos;
+	x->w = (uint8_t)w;
+	ct_t_account(tr, 1, (long)sz);
+	return x;
+}
+
+/* Free the memory of @x; its accounting was already taken off. */
+static void ct_t_release(struct ct_tnode *x)
+{
+	if (ct_t_isk(x))
+		free(ct_t_head(x));
+	else
+		ct_array_free(ct_t_head(x), ct_d_size(x->w));
+}
+
+/* Free a node no reader can reach (never published, or at destroy). */
+void ct_t_free(struct ct_trie *tr, struct ct_tnode *x)
+{
+	ct_t_account(tr, -1, -(long)ct_t_size(x));
+	ct_t_release(x);
+}
+
+/*
+ * The call_rcu callback. It reads only the node's head (kind and width,
+ * which no one changes after the node died), so it may run after the
+ * table is destroyed.
+ */
+static void ct_t_free_rcu(struct rcu_head *rh)
+{
+	ct_t_release((struct ct_tnode *)(void *)((char *)rh + CT_T_HEAD));
+}
+
+/*
+ * Retired nodes go to call_rcu in batches of CT_T_BATCH, through one
+ * rcu_head allocated per batch: each call_rcu keeps liburcu's worker
+ * running grace periods (each one a membarrier that interrupts every
+ * running thread of the process), so one per copied node would cost
+ * more than the copy. A node of CT_T_BIG bytes or more does not wait for
+ * a batch. Without memory for a batch, each node goes on its own.
+ */
+#define CT_T_BATCH	64
+#define CT_T_BIG	4096
+
+struct ct_tbatch {
+	struct rcu_head rh;
+	struct rcu_head *list;
+};
+
+static void ct_t_free_list(struct rcu_head *rh)
+{
+	struct rcu_head *next;
+
+	for (; rh; rh = next) {
+		next = (struct rcu_head *)(void *)rh->next.next;
+		ct_t_release((struct ct_tnode *)(void *)((char *)rh +
+							  CT_T_HEAD));
+	}
+}
+
+static void ct_t_free_batch(struct rcu_head *rh)
+{
+	struct ct_tbatch *b = caa_container_of(rh, struct ct_tbatch, rh);
+
+	ct_t_free_list(b->list);
+	free(b);
+}
+
+/* Hand the retired nodes to call_rcu (a registered writer thread). */
+static void ct_t_flush(struct ct_trie *tr)
+{
+	struct rcu_head *rh, *next;
+	struct ct_tbatch *b;
+
+	__atomic_store_n(&tr->nretired, 0, __ATOMIC_RELAXED);
+	rh = __atomic_exchange_n(&tr->retired, NULL, __ATOMIC_SEQ_CST);
+	if (!rh)
+		return;
+	b = malloc(sizeof(*b));
+	if (b) {
+		b->list = rh;
+		tr->base.flavor->update_call_rcu(&b->rh, ct_t_free_batch);
+		return;
+	}
+	for (; rh; rh = next) {
+		next = (struct rcu_head *)(void *)rh->next.next;
+		tr->base.flavor->update_call_rcu(rh, ct_t_free_rcu);
+	}
+}
+
+/*
+ * Retire @x, which a writer has just unlinked (every slot that held it
+ * now holds something else, under the locks that own those slots): no
+ * writer reaches it any more, readers may still stand on it, so it is
+ * freed after a grace period.
+ *
+ * conntab_stats() walks without the RCU read lock (ct_t_scan_begin()).
+ * Dekker with it: the writer's unlink, a full fence, its push and then
+ * its load of scanners; the scanner's increment (seq_cst RMW), then its
+ * loads of the trie. Either the writer sees the scanner and leaves the
+ * node on the stack until a writer finds no scanner, or the scanner's
+ * walk starts after the unlink and cannot reach the node: every node it
+ * reaches was in the trie at some moment after its increment, so if
+ * unlinked, unlinked after it.
+ */
+void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
+{
+	struct rcu_head *rh = ct_t_head(x), *old;
+	size_t sz = ct_t_size(x);
+	unsigned long n;
+
+	ct_t_account(tr, -1, -(long)sz);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	old = __atomic_load_n(&tr->retired, __ATOMIC_RELAXED);
+	do {
+		rh->next.next = (struct cds_wfcq_node *)(void *)old;
+	} while (!__atomic_compare_exchange_n(&tr->retired, &old, rh, true,
+					      __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	n = __atomic_add_fetch(&tr->nretired, 1, __ATOMIC_RELAXED);
+	if ((n >= CT_T_BATCH || sz >= CT_T_BIG) &&
+	    !__atomic_load_n(&tr->scanners, __ATOMIC_SEQ_CST))
+		ct_t_flush(tr);
+}
+
+void ct_t_scan_begin(struct ct_trie *tr)
+{
+	__atomic_add_fetch(&tr->scanners, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * What waited goes to call_rcu with a later retirement by a writer
+ * (writers run in registered threads; conntab_stats() need not).
+ */
+void ct_t_scan_end(struct ct_trie *tr)
+{
+	__atomic_sub_fetch(&tr->scanners, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * At destroy: the nodes still waiting for a batch go to call_rcu (a
+ * reader that saw them before the table's last users stopped may be in
+ * its read-side section yet).
+ */
+void ct_t_drain(struct ct_trie *tr)
+{
+	ct_t_flush(tr);
+}

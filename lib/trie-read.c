@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE readers: lookup, lookup_batch, walk, walk_prefix. They hold
+ * the RCU read lock, load every child word once with ct_w_load() (a
+ * consume load pairing with the writer's release store that published
+ * it) and write nothing.
+ *
+ * Shared children. A dense node that inflates leaves a sparse child that
+ * started at its old end in both halves' slots (lib/trie-resize.c): the
+ * child's window then overlaps the parent's, and the child holds keys of
+ * several parent slots. A lookup needs nothing for it (it matches the
+ * whole value of the child's window). A walk does: it keeps the bits of
+ * its path and, at a child whose window starts before the parent's end,
+ * visits only the entries whose overlapping bits agree with the path, so
+ * a shared child's keys are visited once, through their own slot.
+ */
+#include <string.h>
+
+#include "trie.h"
+
+int ct_k_find(struct ct_tnode *x, uint32_t v)
+{
+	unsigned int i, n = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
+	const uint16_t *val = ct_k_val(x);
+
+	/* val[i] for i < n never changes once n covers it (release). */
+	for (i = 0; i < n; i++)
+		if (val[i] == v)
+			return (int)i;
+	return -1;
+}
+
+/* The child of @x for the string @s, or 0. */
+static inline uintptr_t ct_t_step(struct ct_tnode *x, const uint8_t *s)
+{
+	uint32_t c = ct_bits(s, x->pos, x->w);
+	int i;
+
+	if (!ct_t_isk(x))
+		return ct_w_load(&ct_d(x)->kid[c]);
+	i = ct_k_find(x, c);
+	return i < 0 ? 0 : ct_w_load(&ct_k_kid(x)[i]);
+}
+
+struct conntab_node *ct_trie_lookup(struct conntab *t,
+					const struct conntab_key *k)
+{
+	struct ct_trie *tr = ct_trie(t);
+	uint8_t s[CT_KEY_STR_BUF];
+	struct conntab_node *n;
+	uintptr_t p;
+
+	/* No node of another family is ever linked: family 0 finds nothing. */
+	if (k->family != AF_INET && k->family != AF_INET6)
+		return NULL;
+	ct_key_str(k, s);
+	p = ct_w_load(&tr->root);
+	while (p && !ct_w_leaf(p)) {
+		/* A sparse node's kids may lie in its second line. */
+		__builtin_prefetch((char *)p + CT_CACHELINE);
+		p = ct_t_step(ct_w_tn(p), s);
+	}
+	if (!p)
+		return NULL;
+	n = ct_w_node(p);
+	return ct_key_eq(&n->ct_key, k) ? n : NULL;
+}
+
+/*
+ * Batches descend all their keys one level per round, prefetching each
+ * next node, so that the misses of a round overlap.
+ */
+#define CT_TRIE_BATCH	16
+
+size_t ct_trie_lookup_batch(struct conntab *t,
+				const struct conntab_key *keys,
+				struct conntab_node **out, size_t n)
+{
+	struct ct_trie *tr = ct_trie(t);
+	uint8_t s[CT_TRIE_BATCH][CT_KEY_STR_BUF];
+	uintptr_t p[CT_TRIE_BATCH];
+	size_t base, i, m, found = 0;
+	bool more;
+
+	for (base = 0; base < n; base += m) {
+		uintptr_t root = ct_w_load(&tr->root);
+
+		m = n - base < CT_TRIE_BATCH ? n - base : CT_TRIE_BATCH;
+		for (i = 0; i < m; i++) {
+			const struct conntab_key *k = &keys[base + i];
+
+			p[i] = k->family == AF_INET || k->family == AF_INET6 ?
+			       root : 0;
+			ct_key_str(k, s[i]);
+		}
+		do {
+			more = false;
+			for (i = 0; i < m; i++) {
+				if (!p[i] || ct_w_leaf(p[i]))
+					continue;
+				p[i] = ct_t_step(ct_w_tn(p[i]), s[i]);
+				__builtin_prefetch((void *)(p[i] & ~CT_T_LEAF));
+				__builtin_prefetch((char *)(p[i] & ~CT_T_LEAF) +
+						   CT_CACHELINE);
+				more |= p[i] && !ct_w_leaf(p[i]);
+			}
+		} while (more);
+		for (i = 0; i < m; i++) {
+			struct conntab_node *l = p[i] ? ct_w_node(p[i]) : NULL;
+
+			if (l && !ct_key_eq(&l->ct_key, &keys[base + i]))
+				l = NULL;
+			out[base + i] = l;
+			found += l != NULL;
+		}
+	}
+	return found;
+}
+
+/*
+ * Sparse node: the live entry with the smallest value above @after (-1:
+ * none yet) whose top @ov bits are @pre; its index, or -1. Entries
+ * appended meanwhile are seen or not, as a reader may.
+ */
+int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre)
+{
+	unsigned int i, n = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
+	const uint16_t *val = ct_k_val(x);
+	uintptr_t *kid = ct_k_kid(x);
+	int best = -1;
+
+	for (i = 0; i < n; i++) {
+		uint32_t v = val[i];
+
+		if ((long)v <= after || (ov && (v >> (x->w - ov)) != pre))
+			continue;
+		if (best >= 0 && v >= val[best])
+			continue;
+		if (ct_w_load(&kid[i]))
+			best = (int)i;
+	}
+	return best;
+}
+
+struct ct_walk {
+	uint8_t ps[CT_KEY_STR_BUF];	/* bits of the current path */
+	int state;
+	ct_walk_fn fn;
+	void *arg;
+};
+
+static int ct_walk_sub(struct ct_walk *w, uintptr_t p, unsigned int pend);
+
+/*
+ * The children of @x whose top @ov bits are @pre, in key order (dense
+ * slots ascending, sparse entries by value), each walked with the path
+ * known up to @end.
+ */
+static int ct_walk_kids(struct ct_walk *w, struct ct_tnode *x,
+			unsigned int ov, uint32_t pre, unsigned int end)
+{
+	uint32_t c, lo, hi;
+	long after = -1;
+	int i, ret;
+
+	if (!ct_t_isk(x)) {
+		ct_d_range(x, ov, pre, &lo, &hi);
+		for (c = lo; c <= hi; c++) {
+			uintptr_t q = ct_w_load(&ct_d(x)->kid[c]);
+
+			if (!q)
+				continue;
+			ct_putbits(w->ps, x->pos, x->w, c);
+			ret = ct_walk_sub(w, q, end);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	while ((i = ct_k_next(x, after, ov, pre)) >= 0) {
+		after = ct_k_val(x)[i];
+		ct_putbits(w->ps, x->pos, x->w, (uint32_t)after);
+		ret = ct_walk_sub(w, ct_w_load(&ct_k_kid(x)[i]), end);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Call fn for the leaves below @p in key order. Each child word is loaded
+ * once; whatever version of a subtree it yields was in the trie at some
+ * moment during the walk and held every key present then, so a key
+ * present for the whole walk is visited, and since keys come out in
+ * increasing order, at most once. fn may remove or time-wait the node it
+ * gets: the nodes the walk stands on stay valid for the read lock.
+ */
+static int ct_walk_sub(struct ct_walk *w, uintptr_t p, unsigned int pend)
+{
+	struct ct_tnode *x;
+	unsigned int ov, end;
+	uint32_t pre;
+
+	if (!p)
+		return 0;
+	if (ct_w_leaf(p)) {
+		struct conntab_node *n = ct_w_node(p);
+
+		if (w->state != CT_WALK_ALL &&
+		    conntab_node_state(n) != (enum conntab_state)w->state)
+			return 0;
+		return w->fn(n, w->arg);
+	}
+	x = ct_w_tn(p);
+	end = ct_t_end(x);
+	ov = ct_t_overlap(x, w->ps, pend, &pre);
+	return ct_walk_kids(w, x, ov, pre, pend > end ? pend : end);
+}
+
+int ct_trie_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
+{
+	struct ct_walk w = { .state = state, .fn = fn, .arg = arg };
+
+	return ct_walk_sub(&w, ct_w_load(&ct_trie(t)->root), 0);
+}
+
+static int ct_first_fn(struct conntab_node *n, void *arg)
+{
+	*(struct conntab_node **)arg = n;
+	return 1;
+}
+
+/*
+ * Reader: the first leaf below @p whose bits agree with @ps where the
+ * path fixed them (up to @pend), or NULL. Writers use it for the bits a
+ * subtree's keys share (its prefix).
+ */
+struct conntab_node *ct_t_first_leaf(uintptr_t p, const uint8_t *ps,
+				     unsigned int pend)
+{
+	struct conntab_node *n = NULL;
+	struct ct_walk w = { .state = CT_WALK_ALL, .fn = ct_first_fn,
+			     .arg = &n };
+
+	memcpy(w.ps, ps, sizeof(w.ps));
+	ct_walk_sub(&w, p, pend);
+	return n;
+}
+
+/*
+ * conntab_walk_prefix(): follow @s while the windows lie inside the
+ * first @bits bits (as a lookup does), then at the first node whose
+ * window reaches past them check one key of the subtree against @s (the
+ * bits skipped on the way were not compared) and walk the children whose
+ * bits in the window agree with @s. Cost: the depth, plus the answer,
+ * plus one node's entries.
+ */
+int ct_trie_walk_prefix(struct conntab *t, const uint8_t *s,
+			unsigned int bits, ct_walk_fn fn, void *arg)
+{
+	struct ct_walk w = { .state = CT_WALK_ALL, .fn = fn, .arg = arg };
+	uintptr_t p = ct_w_load(&ct_trie(t)->root);
+	unsigned int pend = 0, end = 0, lim;
+	struct conntab_node *n;
+	struct ct_tnode *x = NULL;
+
+	memcpy(w.ps, s, sizeof(w.ps));
+	while (p && !ct_w_leaf(p)) {
+		x = ct_w_tn(p);
+		end = ct_t_end(x);
+		if (end > bits)
+			break;
+		p = ct_t_step(x, s);
+		if (end > pend)
+			pend = end;
+	}
+	if (!p)
+		return 0;
+	if (ct_w_leaf(p)) {
+		n = ct_w_node(p);
+		return ct_node_prefix_eq(n, s, bits) ? fn(n, arg) : 0;
+	}
+	n = ct_t_first_leaf(p, w.ps, pend);
+	if (!n || !ct_node_prefix_eq(n, s, x->pos < bits ? x->pos : bits))
+		return 0;
+	if (x->pos >= bits)
+		return ct_walk_sub(&w, p, pend);
+	/* The window straddles the prefix: its first bits are @s's. */
+	lim = pend > bits ? pend : bits;
+	if (lim > end)
+		lim = end;
+	return ct_walk_kids(&w, x, lim - x->pos, ct_bits(s, x->pos, lim - x->pos),
+			    end > pend ? end : pend);
+}

@@ -1,0 +1,928 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE writers: insert (and recycle), remove, timewait.
+ *
+ * Each runs under the RCU read lock of the table's flavor, which is what
+ * lets it descend without locks (writer threads are registered with the
+ * flavor, as its call_rcu requires), and then locks and validates what it
+ * changes (lib/trie-path.h). A writer holds at most the owner(s) of one
+ * node's place, that node's lock, and, while it rebuilds the node, the
+ * locks of the nodes it absorbs; it never waits for a grace period.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trie-build.h"
+#include "trie-path.h"
+
+void ct_hold_lock(struct ct_trie *tr, const struct ct_thold *h)
+{
+	uint32_t j;
+
+	if (!h->at.in)
+		ct_spin_lock(&tr->root_lock);
+	else if (ct_t_isk(h->at.in))
+		ct_t_lock8(&h->at.in->lock);
+	else
+		for (j = 0; j < h->m; j++)	/* increasing index */
+			ct_t_slot_lock(ct_hold_slot(h, j));
+}
+
+void ct_hold_unlock(struct ct_trie *tr, const struct ct_thold *h)
+{
+	uint32_t j;
+
+	if (!h->at.in)
+		ct_spin_unlock(&tr->root_lock);
+	else if (ct_t_isk(h->at.in))
+		ct_t_unlock8(&h->at.in->lock);
+	else
+		for (j = h->m; j-- > 0;)
+			ct_t_slot_unlock(ct_hold_slot(h, j));
+}
+
+/* Under the lock: the owner is still linked, and its slot(s) hold @want. */
+bool ct_hold_valid(const struct ct_thold *h, uintptr_t want)
+{
+	uint32_t j;
+
+	if (h->at.in && ct_t_dead(h->at.in))
+		return false;
+	if (!h->at.in || ct_t_isk(h->at.in))
+		return __atomic_load_n(h->at.slot, __ATOMIC_RELAXED) == want;
+	for (j = 0; j < h->m; j++)
+		if ((__atomic_load_n(ct_hold_slot(h, j), __ATOMIC_RELAXED) &
+		     ~CT_T_LOCKED) != want)
+			return false;
+	return true;
+}
+
+/*
+ * Publish @v in the slot(s): release, so that everything @v points to,
+ * initialised before, is seen by a reader that loads it (ct_w_load). A
+ * dense slot keeps its lock bit until ct_hold_unlock().
+ */
+void ct_hold_store(const struct ct_thold *h, uintptr_t v)
+{
+	uint32_t j;
+
+	if (!h->at.in || ct_t_isk(h->at.in)) {
+		ct_rcu_assign(*h->at.slot, v);
+		return;
+	}
+	for (j = 0; j < h->m; j++)
+		ct_rcu_assign(*ct_hold_slot(h, j), v | CT_T_LOCKED);
+}
+
+/* What the place holds (its first slot). */
+static uintptr_t ct_hold_word(const struct ct_thold *h)
+{
+	if (!h->at.in || ct_t_isk(h->at.in))
+		return __atomic_load_n(h->at.slot, __ATOMIC_RELAXED);
+	return __atomic_load_n(ct_hold_slot(h, 0), __ATOMIC_RELAXED) &
+	       ~CT_T_LOCKED;
+}
+
+enum ct_class ct_hold_class(const struct ct_thold *h, uintptr_t v)
+{
+	if (!h->at.in || ct_t_isk(h->at.in))
+		return CT_C_EMPTY;
+	return ct_d_class(h->at.in, h->lo, v);
+}
+
+void ct_hold_reclass(const struct ct_thold *h, enum ct_class c0,
+		     enum ct_class c1)
+{
+	if (!h->at.in || ct_t_isk(h->at.in) || c0 == c1)
+		return;
+	/*
+	 * Only the first slot's class can change: the other slots of a
+	 * shared child are light whatever it holds (lib/trie-resize.c),
+	 * and a shared child is replaced only by ct_k_unshare().
+	 */
+	ct_d_count(h->at.in, c0, -1);
+	ct_d_count(h->at.in, c1, 1);
+}
+
+/*
+ * Reader-style descent for the string @s, recording the path: stops at a
+ * slot holding 0 or a leaf, or in a sparse node without a live entry for
+ * s's value.
+ */
+void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa)
+{
+	struct ct_tslot cur = { &tr->root, NULL, 0, 0 };
+	struct ct_tnode *x;
+	unsigned int end;
+	uint32_t c;
+	uintptr_t p;
+	int i;
+
+	pa->n = 0;
+	pa->kmiss = false;
+	pa->kskip = false;
+	pa->dskip = NULL;
+	for (;;) {
+		pa->at[pa->n] = cur;
+		p = ct_w_load(cur.slot);
+		if (!p && cur.in && ct_t_isk(cur.in)) {
+			/*
+			 * The entry was live when looked up and is a
+			 * tombstone now: a miss in the sparse node, which
+			 * only ct_t_k_add() may fill (it keeps the live
+			 * count, and the class, right).
+			 */
+			x = cur.in;
+			pa->kmiss = true;
+			pa->ki = (int)cur.idx;
+			pa->v = ct_bits(s, x->pos, x->w);
+			pa->end = 0;
+			return;
+		}
+		if (!p || ct_w_leaf(p) || pa->n == CT_T_DEPTH) {
+			pa->end = ct_w_leaf(p) ? p : 0;
+			return;
+		}
+		x = ct_w_tn(p);
+		pa->x[pa->n++] = x;
+		if (x->pos > cur.pend) {
+			if (ct_t_isk(x))
+				pa->kskip = true;
+			else
+				pa->dskip = x;
+		}
+		end = ct_t_end(x) > cur.pend ? ct_t_end(x) : cur.pend;
+		c = ct_bits(s, x->pos, x->w);
+		if (!ct_t_isk(x)) {
+			cur = (struct ct_tslot){ &ct_d(x)->kid[c], x, c, end };
+			continue;
+		}
+		i = ct_k_find(x, c);
+		if (i >= 0 && ct_w_load(&ct_k_kid(x)[i])) {
+			cur = (struct ct_tslot){ &ct_k_kid(x)[i], x,
+						 (uint32_t)i, end };
+			continue;
+		}
+		pa->kmiss = true;
+		pa->ki = i;
+		pa->v = c;
+		pa->end = 0;
+		return;
+	}
+}
+
+/*
+ * The first bit at which @s leaves the keys below the path's last node,
+ * or @L if it does not (then, with a leaf at the end, the key is there).
+ * Into @rep, a string of those keys: bits [0, pos) of every node on the
+ * path are right in it (the prefix a rebuilt node needs). Skipped bits
+ * up to a dense node are in its prefix; below a sparse node that skips,
+ * one key of the subtree is read.
+ */
+static unsigned int ct_t_diverge(const uint8_t *s, unsigned int L,
+				 const struct ct_tpath *pa, uint8_t *rep)
+{
+	struct ct_tnode *z = pa->n ? pa->x[pa->n - 1] : NULL;
+	struct conntab_node *n = NULL;
+	unsigned int d, lim;
+
+	if (pa->end) {
+		ct_key_str(&ct_w_node(pa->end)->ct_key, rep);
+		d = ct_str_diff(s, rep, CT_KEY_STR_MAX);
+		return d < L ? d : L;
+	}
+	memcpy(rep, s, CT_KEY_STR_BUF);
+	if (!pa->kskip && !pa->dskip)
+		return L;
+	if (!ct_t_isk(z)) {		/* an empty slot of z */
+		memcpy(rep, ct_d(z)->prefix, CT_KEY_STR_MAX);
+		lim = z->pos;
+	} else if (pa->kskip) {
+		n = ct_t_first_leaf((uintptr_t)z, s, pa->at[pa->n - 1].pend);
+		if (!n)
+			n = ct_t_first_leaf((uintptr_t)z, s, 0);
+		if (!n)
+			return L;
+		ct_key_str(&n->ct_key, rep);
+		lim = z->pos;
+	} else {
+		memcpy(rep, ct_d(pa->dskip)->prefix, CT_KEY_STR_MAX);
+		lim = pa->dskip->pos;
+	}
+	d = ct_str_diff(s, rep, (lim + 7) / 8);
+	return d < lim ? d : L;
+}
+
+struct ct_tins {
+	struct ct_trie *tr;
+	uintptr_t leaf;			/* the new node's child word */
+	const uint8_t *s;
+	unsigned int L;
+	struct conntab_node **recycled;
+	bool held;		/* the caller holds a reservation for it */
+	bool fix;		/* a dense node on the path wants reshaping */
+};
+
+/* Count the new entry against max_entries, unless the caller did. */
+static bool ct_t_reserve(struct ct_tins *ins)
+{
+	return ins->held || ct_reserve(&ins->tr->base);
+}
+
+static void ct_t_unreserve(struct ct_tins *ins)
+{
+	if (!ins->held)
+		ct_unreserve(&ins->tr->base);
+}
+
+static void ct_t_count(struct ct_trie *tr, long entries, long timewait)
+{
+	struct ct_trie_count *c = ct_t_cnt(tr);
+
+	if (entries)
+		__atomic_add_fetch(&c->entries, entries, __ATOMIC_RELAXED);
+	if (timewait)
+		__atomic_add_fetch(&c->timewait, timewait, __ATOMIC_RELAXED);
+}
+
+/* After a class changed in @h's dense owner: does it want reshaping? */
+static void ct_t_note_fix(const struct ct_thold *h, bool *fix)
+{
+	if (h->at.in && !ct_t_isk(h->at.in) && ct_d_wants_resize(h->at.in))
+		*fix = true;
+}
+
+/*
+ * Sparse x[k] of the path, locked to change its entries: the owner(s) of
+ * its place, then its own lock (lib/trie-path.h), and its class as its
+ * dense parent counted it.
+ */
+struct ct_klock {
+	struct ct_thold h;
+	struct ct_tnode *x;
+	enum ct_class c0;
+};
+
+static int ct_klock(struct ct_trie *tr, const struct ct_tpath *pa,
+		    unsigned int k, struct ct_klock *kl)
+{
+	kl->x = pa->x[k];
+	ct_hold_init(&kl->h, &pa->at[k], kl->x);
+	ct_hold_lock(tr, &kl->h);
+	if (!ct_hold_valid(&kl->h, (uintptr_t)kl->x)) {
+		ct_hold_unlock(tr, &kl->h);
+		return -EAGAIN;
+	}
+	ct_t_lock8(&kl->x->lock);
+	kl->c0 = ct_hold_class(&kl->h, (uintptr_t)kl->x);
+	return 0;
+}
+
+/*
+ * Count the class of what the place holds now (x, or what replaced it)
+ * unless @counted (ct_k_unshare() counted each piece), and unlock.
+ */
+static void ct_kunlock(struct ct_trie *tr, struct ct_klock *kl, bool counted,
+		       bool *fix)
+{
+	uintptr_t now = ct_hold_word(&kl->h);
+
+	if (!counted)
+		ct_hold_reclass(&kl->h, kl->c0, ct_hold_class(&kl->h, now));
+	ct_t_note_fix(&kl->h, fix);
+	ct_t_unlock8(&kl->x->lock);
+	ct_hold_unlock(tr, &kl->h);
+}
+
+static bool ct_hold_anchored_end(const struct ct_thold *h, unsigned int q)
+{
+	return ct_t_anchored(h->at.in) && q == ct_t_end(h->at.in);
+}
+
+/*
+ * Replace what @h holds (@old) by the subtrie of @it built from the
+ * slot's position on; the caller holds @h and the locks of what the
+ * items come from.
+ */
+static int ct_t_rebuild(struct ct_tins *ins, const struct ct_thold *h,
+			uintptr_t old, struct ct_bitem *it, unsigned int n)
+{
+	struct ct_build b = { .tr = ins->tr, .L = ins->L };
+	enum ct_class c0 = ct_hold_class(h, old);
+	uintptr_t w;
+	int err;
+
+	err = ct_build(&b, it, n, h->at.pend, ct_hold_anchored_end(h, h->at.pend),
+		       &w);
+	if (err)
+		return err;
+	ct_hold_store(h, w);
+	ct_hold_reclass(h, c0, ct_hold_class(h, w));
+	ct_t_note_fix(h, &ins->fix);
+	return 0;
+}
+
+/* The path ends at an empty slot: link the leaf there. */
+static int ct_t_fill(struct ct_tins *ins, const struct ct_tpath *pa)
+{
+	struct ct_thold h;
+	int err = 0;
+
+	ct_hold_init(&h, &pa->at[pa->n], NULL);
+	ct_hold_lock(ins->tr, &h);
+	if (!ct_hold_valid(&h, 0)) {
+		err = -EAGAIN;
+	} else if (!ct_t_reserve(ins)) {
+		err = -ENOSPC;
+	} else {
+		ct_hold_store(&h, ins->leaf);
+		ct_hold_reclass(&h, CT_C_EMPTY, ct_hold_class(&h, ins->leaf));
+		ct_t_note_fix(&h, &ins->fix);
+	}
+	ct_hold_unlock(ins->tr, &h);
+	return err;
+}
+
+/*
+ * The path ends at another key's leaf: the two part below the path. In
+ * a sparse node that changes the kind of one of its entries (a leaf
+ * becomes a node), which its class in a dense parent may depend on, so
+ * the node is locked as for a change of its entries.
+ */
+static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa)
+{
+	struct ct_tnode *in = pa->at[pa->n].in;
+	struct ct_bitem it[2];
+	struct ct_build b = { .tr = ins->tr, .L = ins->L };
+	struct ct_klock kl;
+	struct ct_thold h;
+	int err = 0;
+
+	if (in && ct_t_isk(in) && ct_klock(ins->tr, pa, pa->n - 1, &kl))
+		return -EAGAIN;
+	ct_hold_init(&h, &pa->at[pa->n], NULL);
+	if (!(in && ct_t_isk(in)))
+		ct_hold_lock(ins->tr, &h);
+	if (!ct_hold_valid(&h, pa->end)) {
+		err = -EAGAIN;
+	} else if (!ct_t_reserve(ins)) {
+		err = -ENOSPC;
+	} else {
+		ct_bitem_leaf(&b, &it[0], pa->end);
+		ct_bitem_leaf(&b, &it[1], ins->leaf);
+		err = ct_t_rebuild(ins, &h, pa->end, it, 2);
+		if (err)
+			ct_t_unreserve(ins);
+	}
+	if (in && ct_t_isk(in))
+		ct_kunlock(ins->tr, &kl, false, &ins->fix);
+	else
+		ct_hold_unlock(ins->tr, &h);
+	return err;
+}
+
+/* Mark @x unlinked: writers that lock it from now on start again. */
+static void ct_t_kill(struct ct_tnode *x)
+{
+	ct_t_mark(x, CT_T_DEAD);
+}
+
+/*
+ * The key leaves the prefix of x[i] at bit @d (skipped bits): a node
+ * above x[i] parts them. A sparse or short node whose window starts in
+ * d's byte is opened (its children become the new node's, so no sparse
+ * window ends off a byte boundary); otherwise x[i] stays whole.
+ */
+static int ct_t_split_above(struct ct_tins *ins, const struct ct_tpath *pa,
+			    unsigned int i, unsigned int d, const uint8_t *rep)
+{
+	struct ct_tnode *x = pa->x[i];
+	bool open = (ct_t_isk(x) || ct_t_short(x)) && ct_floor8(x->pos) <= d;
+	struct ct_bitem small[CT_T_KMAX + 2], *it = small;
+	struct ct_build b = { .tr = ins->tr, .L = ins->L };
+	const uint8_t *base = ct_t_isk(x) ? rep : ct_d(x)->prefix;
+	struct ct_thold h;
+	unsigned int n = 0;
+	int err = 0;
+
+	if (open && !ct_t_isk(x)) {
+		it = malloc(((1u << x->w) + 1) * sizeof(*it));
+		if (!it)
+			return -ENOMEM;
+	}
+	ct_hold_init(&h, &pa->at[i], x);
+	ct_hold_lock(ins->tr, &h);
+	if (!ct_hold_valid(&h, (uintptr_t)x)) {
+		err = -EAGAIN;
+		goto unlock;
+	}
+	if (!ct_t_reserve(ins)) {
+		err = -ENOSPC;
+		goto unlock;
+	}
+	if (open) {
+		ct_t_lock_node(x);
+		n = ct_bitems_open(x, base, it);
+	} else {
+		it[0].kid = (uintptr_t)x;
+		memcpy(it[0].s, base, CT_KEY_STR_BUF);
+		it[0].lim = x->pos;
+		n = 1;
+	}
+	ct_bitem_leaf(&b, &it[n++], ins->leaf);
+	err = ct_t_rebuild(ins, &h, (uintptr_t)x, it, n);
+	if (err)
+		ct_t_unreserve(ins);
+	else if (open)
+		ct_t_kill(x);
+	if (open)
+		ct_t_unlock_node(x);
+unlock:
+	ct_hold_unlock(ins->tr, &h);
+	if (!err && open)
+		ct_t_retire(ins->tr, x);
+	if (it != small)
+		free(it);
+	return err;
+}
+
+/* A copy of sparse @x with its live entries (and @v -> @kid if nonzero). */
+static struct ct_tnode *ct_k_copy(struct ct_trie *tr, struct ct_tnode *x,
+				  uint32_t v, uintptr_t kid, unsigned int slack)
+{
+	uint16_t val[CT_T_KMAX + 1];
+	uintptr_t kids[CT_T_KMAX + 1];
+	unsigned int i, m = 0;
+
+	for (i = 0; i < x->n; i++) {
+		if (!ct_k_kid(x)[i])
+			continue;
+		val[m] = ct_k_val(x)[i];
+		kids[m++] = ct_k_kid(x)[i];
+	}
+	if (kid) {
+		val[m] = (uint16_t)v;
+		kids[m++] = kid;
+	}
+	return ct_k_make(tr, x->pos, x->w, val, kids, m, slack);
+}
+
+/*
+ * Shared sparse @x (h: all its slots, and x's lock, held) becomes one
+ * piece per slot: the entries whose bits in the parent's window are the
+ * slot's, in a sparse node over the rest of x's window (or the one kid,
+ * or nothing). @c0 is the class the first slot was counted in (x may
+ * have changed since); the others were light. Pieces of at most one
+ * entry need no memory.
+ */
+int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
+		 struct ct_tnode *x, enum ct_class c0)
+{
+	unsigned int sh = ct_t_end(h->at.in) - x->pos;
+	unsigned int ov = sh < x->w ? sh : x->w;
+	struct ct_build b = { .tr = tr };
+	uintptr_t piece[64], *pieces = piece;
+	enum ct_class old;
+	uint32_t j;
+
+	if (h->m > 64) {
+		pieces = calloc(h->m, sizeof(*pieces));
+		if (!pieces)
+			return -ENOMEM;
+	}
+	for (j = 0; j < h->m; j++) {
+		if (ct_k_piece(&b, x, ov, ((h->lo + j) & (h->m - 1)) >>
+					    (sh - ov), &pieces[j])) {
+			ct_build_abort(&b);
+			if (pieces != piece)
+				free(pieces);
+			return -ENOMEM;
+		}
+	}
+	for (j = 0; j < h->m; j++) {
+		old = j ? ct_d_class(h->at.in, h->lo + j, (uintptr_t)x) : c0;
+		ct_rcu_assign(*ct_hold_slot(h, j), pieces[j] | CT_T_LOCKED);
+		ct_d_count(h->at.in, old, -1);
+		ct_d_count(h->at.in, ct_d_class(h->at.in, h->lo + j,
+						 pieces[j]), 1);
+	}
+	ct_t_kill(x);
+	if (pieces != piece)
+		free(pieces);
+	return 0;
+}
+
+/*
+ * The path ends in sparse x (no live entry for the key's value): add
+ * one, in place when there is room (entries are written before the
+ * count that publishes them), else in a copy with room, else (full) a
+ * burst into a subtrie. A shared x is first cut into its pieces.
+ */
+static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
+{
+	struct ct_trie *tr = ins->tr;
+	struct ct_bitem it[CT_T_KMAX + 1];
+	struct ct_build b = { .tr = tr, .L = ins->L };
+	struct ct_tnode *x, *y;
+	struct ct_klock kl;
+	unsigned int n;
+	uintptr_t w;
+	int i, err = 0;
+	bool gone = false, counted = false;
+
+	if (ct_klock(tr, pa, pa->n - 1, &kl))
+		return -EAGAIN;
+	x = kl.x;
+	i = ct_k_find(x, pa->v);
+	if (i >= 0 && ct_k_kid(x)[i]) {
+		err = -EAGAIN;		/* a key of this value came in */
+	} else if (i < 0 && x->n == x->cap && kl.h.m > 1) {
+		err = ct_k_unshare(tr, &kl.h, x, kl.c0);
+		gone = counted = !err;
+		if (!err)
+			err = -EAGAIN;
+	} else if (!ct_t_reserve(ins)) {
+		err = -ENOSPC;
+	} else if (i >= 0) {
+		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
+		x->live++;
+	} else if (x->n < x->cap) {
+		n = x->n;
+		ct_k_val(x)[n] = (uint16_t)pa->v;
+		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
+		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
+		x->live++;
+	} else if (x->live < CT_T_KMAX) {
+		y = ct_k_copy(tr, x, pa->v, ins->leaf, (x->live + 1u) / 4);
+		if (!y) {
+			ct_t_unreserve(ins);
+			err = -ENOMEM;
+		} else {
+			ct_hold_store(&kl.h, (uintptr_t)y);
+			gone = true;
+		}
+	} else {
+		/* Full: the entries and the key, from the slot's bit on. */
+		n = ct_bitems_open(x, ins->s, it);
+		ct_bitem_leaf(&b, &it[n++], ins->leaf);
+		err = ct_build(&b, it, n, kl.h.at.pend,
+			       ct_hold_anchored_end(&kl.h, kl.h.at.pend), &w);
+		if (err)
+			ct_t_unreserve(ins);
+		else
+			ct_hold_store(&kl.h, w);
+		gone = !err;
+	}
+	if (gone)
+		ct_t_kill(x);
+	ct_kunlock(tr, &kl, counted, &ins->fix);
+	if (gone)
+		ct_t_retire(tr, x);
+	return err;
+}
+
+/* The key is there: -EEXIST, or recycle its TIME_WAIT node. */
+static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
+{
+	struct conntab_node *old = ct_w_node(pa->end);
+	struct ct_thold h;
+	int err = 0;
+
+	if (!ins->recycled)
+		return -EEXIST;
+	ct_hold_init(&h, &pa->at[pa->n], NULL);
+	ct_hold_lock(ins->tr, &h);
+	if (!ct_hold_valid(&h, pa->end)) {
+		err = -EAGAIN;
+	} else if (old->ct_state != CONNTAB_TIMEWAIT) {
+		err = -EEXIST;
+	} else {
+		/* One store: a reader finds old or n, never neither. */
+		ct_hold_store(&h, ins->leaf);
+		ct_node_release(old);
+		ct_t_count(ins->tr, 0, -1);
+		*ins->recycled = old;
+	}
+	ct_hold_unlock(ins->tr, &h);
+	return err;
+}
+
+static int ct_t_insert1(struct ct_tins *ins)
+{
+	uint8_t rep[CT_KEY_STR_BUF];
+	struct ct_tpath pa;
+	unsigned int d, i;
+
+	ct_t_descend(ins->tr, ins->s, &pa);
+	d = ct_t_diverge(ins->s, ins->L, &pa, rep);
+	if (pa.end && d >= ins->L)
+		return ct_t_exists(ins, &pa);
+	if (d < ins->L)
+		for (i = 0; i < pa.n; i++)
+			if (pa.x[i]->pos > d)
+				return ct_t_split_above(ins, &pa, i, d, rep);
+	if (pa.kmiss)
+		return ct_t_k_add(ins, &pa);
+	if (pa.end)
+		return ct_t_leaf_split(ins, &pa);
+	return ct_t_fill(ins, &pa);
+}
+
+/*
+ * Insert @n; with @held the caller already counted it against
+ * max_entries (an eviction's victim left its reservation), and keeps
+ * that reservation if the insert fails.
+ */
+int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
+		struct conntab_node **recycled, bool held)
+{
+	uint8_t s[CT_KEY_STR_BUF];
+	struct ct_tins ins = {
+		.tr = tr, .leaf = ct_w_of(n), .s = s,
+		.recycled = recycled, .held = held,
+	};
+	int err;
+
+	ins.L = ct_key_str(&n->ct_key, s) * 8;
+	tr->base.flavor->read_lock();
+	do {
+		ins.fix = false;
+		err = ct_t_insert1(&ins);
+		if (ins.fix)
+			ct_t_fix(tr, s);
+	} while (err == -EAGAIN);
+	tr->base.flavor->read_unlock();
+	/* A recycle replaces a counted node. */
+	if (!err && !(recycled && *recycled))
+		ct_t_count(tr, 1, n->ct_state == CONNTAB_TIMEWAIT);
+	return err;
+}
+
+int ct_trie_insert(struct conntab *t, struct conntab_node *n,
+		   struct conntab_node **recycled)
+{
+	return ct_t_insert(ct_trie(t), n, recycled, false);
+}
+
+/*
+ * Lock sparse x = pa->x[k] to change its entries (lib/trie-path.h). Under
+ * a sparse parent, x may collapse into a leaf: an entry of the parent
+ * changes kind, so the parent is locked as for a change of its entries
+ * (*pk set, @kp), and x's place is then its own.
+ */
+static int ct_k_lock_place(struct ct_trie *tr, const struct ct_tpath *pa,
+			   unsigned int k, struct ct_klock *kl,
+			   struct ct_klock *kp, bool *pk, bool *fix)
+{
+	*pk = k > 0 && ct_t_isk(pa->at[k].in);
+	if (!*pk)
+		return ct_klock(tr, pa, k, kl);
+	if (ct_klock(tr, pa, k - 1, kp))
+		return -EAGAIN;
+	kl->x = pa->x[k];
+	kl->c0 = CT_C_EMPTY;
+	ct_hold_init(&kl->h, &pa->at[k], kl->x);
+	if (!ct_hold_valid(&kl->h, (uintptr_t)kl->x)) {
+		ct_kunlock(tr, kp, false, fix);
+		return -EAGAIN;
+	}
+	ct_t_lock8(&kl->x->lock);
+	return 0;
+}
+
+static void ct_k_unlock_place(struct ct_trie *tr, struct ct_klock *kl,
+			      struct ct_klock *kp, bool pk, bool counted,
+			      bool *fix)
+{
+	if (pk) {
+		ct_t_unlock8(&kl->x->lock);
+		ct_kunlock(tr, kp, false, fix);
+	} else {
+		ct_kunlock(tr, kl, counted, fix);
+	}
+}
+
+/*
+ * Sparse x (locked as above) after it lost entries: with none left it
+ * goes (not under a sparse parent, whose live count it would change: a
+ * state only a concurrent eviction's light removal can leave, see
+ * ct_t_tidy()); with one left it is replaced by it (collapse), a shared
+ * one cut into its pieces; down to a quarter of its capacity it is
+ * compacted when memory allows. True if x was unlinked (to retire).
+ */
+static bool ct_k_shrink(struct ct_trie *tr, struct ct_klock *kl, bool pk,
+			bool *counted)
+{
+	struct ct_tnode *x = kl->x, *y;
+	unsigned int i;
+
+	if (x->live <= 1 && kl->h.m > 1) {
+		ct_k_unshare(tr, &kl->h, x, kl->c0);	/* <= 1 entry each */
+		*counted = true;
+		return true;		/* unshare killed it */
+	}
+	if (x->live == 0 && !pk) {
+		ct_hold_store(&kl->h, 0);
+	} else if (x->live == 1) {
+		for (i = 0; !ct_k_kid(x)[i]; i++)
+			;
+		ct_hold_store(&kl->h, ct_k_kid(x)[i]);
+	} else if (x->live > 1 && x->cap > 4 && 4u * x->live <= x->cap) {
+		y = ct_k_copy(tr, x, 0, 0, 0);
+		if (!y)
+			return false;
+		ct_hold_store(&kl->h, (uintptr_t)y);
+	} else {
+		return false;
+	}
+	ct_t_kill(x);
+	return true;
+}
+
+/*
+ * Remove from sparse x (its kid @idx is the leaf): a tombstone, then
+ * x shrinks (above) unless @light: an eviction leaves x as it is until
+ * its newcomer is in, so that its victim can go back without memory
+ * (lib/trie-evict.c), then calls ct_t_tidy().
+ */
+static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
+			 uintptr_t leaf, bool light, bool *fix)
+{
+	uint32_t idx = pa->at[pa->n].idx;
+	struct ct_klock kl, kp;
+	struct ct_tnode *x;
+	bool pk, gone = false, counted = false;
+
+	if (ct_k_lock_place(tr, pa, pa->n - 1, &kl, &kp, &pk, fix))
+		return -EAGAIN;
+	x = kl.x;
+	if (idx < x->n && ct_k_kid(x)[idx] == leaf) {
+		ct_rcu_store(ct_k_kid(x)[idx], 0);
+		x->live--;
+		if (!light)
+			gone = ct_k_shrink(tr, &kl, pk, &counted);
+	} else {
+		idx = ~0u;	/* moved meanwhile: look again */
+	}
+	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
+	if (gone)
+		ct_t_retire(tr, x);
+	return idx == ~0u ? -EAGAIN : 0;
+}
+
+/*
+ * @light: an eviction's removal (above); the reservation then stays with
+ * the caller, for the newcomer.
+ */
+static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
+			const uint8_t *s, bool light, bool *fix)
+{
+	uintptr_t leaf = ct_w_of(n);
+	struct ct_tpath pa;
+	struct ct_thold h;
+	struct ct_tnode *in;
+	int err = 0;
+
+	ct_t_descend(tr, s, &pa);
+	if (pa.kmiss || pa.end != leaf)
+		return -ENOENT;
+	in = pa.at[pa.n].in;
+	if (in && ct_t_isk(in))
+		err = ct_t_k_remove(tr, &pa, leaf, light, fix);
+	else {
+		ct_hold_init(&h, &pa.at[pa.n], NULL);
+		ct_hold_lock(tr, &h);
+		if (ct_hold_valid(&h, leaf)) {
+			ct_hold_store(&h, 0);
+			ct_hold_reclass(&h, ct_hold_class(&h, leaf), CT_C_EMPTY);
+			ct_t_note_fix(&h, fix);
+		} else {
+			err = -EAGAIN;
+		}
+		ct_hold_unlock(tr, &h);
+	}
+	if (!err) {
+		ct_node_release(n);
+		ct_t_count(tr, -1, n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0);
+		if (!light)
+			ct_unreserve(&tr->base);
+	}
+	return err;
+}
+
+/*
+ * An eviction's removal of @n (key string @s; the caller holds the RCU
+ * read lock): light, the reservation kept. No reshaping: the caller runs
+ * ct_t_tidy(s) when done.
+ */
+int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
+		      const uint8_t *s)
+{
+	bool fix;
+	int err;
+
+	do {
+		fix = false;
+		err = ct_t_remove1(tr, n, s, true, &fix);
+	} while (err == -EAGAIN);
+	return err;
+}
+
+/* The shrink a light removal left undone at the end of @s's path. */
+static int ct_t_tidy1(struct ct_trie *tr, const uint8_t *s, bool *fix)
+{
+	struct ct_klock kl, kp;
+	struct ct_tpath pa;
+	struct ct_tnode *x;
+	bool pk, gone, counted = false;
+
+	ct_t_descend(tr, s, &pa);
+	if (!pa.n || !ct_t_isk(pa.x[pa.n - 1]))
+		return 0;
+	x = pa.x[pa.n - 1];
+	if (ct_k_lock_place(tr, &pa, pa.n - 1, &kl, &kp, &pk, fix))
+		return -EAGAIN;
+	gone = ct_k_shrink(tr, &kl, pk, &counted);
+	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
+	if (gone)
+		ct_t_retire(tr, x);
+	return 0;
+}
+
+void ct_t_tidy(struct ct_trie *tr, const uint8_t *s)
+{
+	bool fix;
+
+	tr->base.flavor->read_lock();
+	do {
+		fix = false;
+	} while (ct_t_tidy1(tr, s, &fix) == -EAGAIN);
+	ct_t_fix(tr, s);
+	tr->base.flavor->read_unlock();
+}
+
+int ct_trie_remove(struct conntab *t, struct conntab_node *n)
+{
+	struct ct_trie *tr = ct_trie(t);
+	uint8_t s[CT_KEY_STR_BUF];
+	bool fix;
+	int err;
+
+	ct_key_str(&n->ct_key, s);
+	t->flavor->read_lock();
+	do {
+		fix = false;
+		err = ct_t_remove1(tr, n, s, false, &fix);
+		if (fix)
+			ct_t_fix(tr, s);
+	} while (err == -EAGAIN);
+	t->flavor->read_unlock();
+	return err;
+}
+
+static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
+			  struct conntab_node *tw, const uint8_t *s)
+{
+	uintptr_t leaf = ct_w_of(est);
+	struct ct_tpath pa;
+	struct ct_thold h;
+	int err = 0;
+
+	ct_t_descend(tr, s, &pa);
+	if (pa.kmiss || pa.end != leaf)
+		return -ENOENT;
+	ct_hold_init(&h, &pa.at[pa.n], NULL);
+	ct_hold_lock(tr, &h);
+	if (!ct_hold_valid(&h, leaf)) {
+		err = -EAGAIN;
+	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
+		err = -EINVAL;
+	} else if (tw == est) {
+		/* Same node, same place: readers see either state. */
+		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
+				 __ATOMIC_RELAXED);
+		ct_t_count(tr, 0, 1);
+	} else {
+		/* One store: a reader finds est or tw, never neither. */
+		ct_hold_store(&h, ct_w_of(tw));
+		ct_node_release(est);
+		ct_t_count(tr, 0, 1);
+	}
+	ct_hold_unlock(tr, &h);
+	return err;
+}
+
+int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
+		     struct conntab_node *tw)
+{
+	uint8_t s[CT_KEY_STR_BUF];
+	int err;
+
+	ct_key_str(&est->ct_key, s);
+	t->flavor->read_lock();
+	do {
+		err = ct_t_timewait1(ct_trie(t), est, tw, s);
+	} while (err == -EAGAIN);
+	t->flavor->read_unlock();
+	return err;
+}

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE internals shared by lib/trie*.c: node layouts, child words,
+ * the bit arithmetic of windows, and the writer's locks.
+ *
+ * The design, its invariants and the bounds are stated in lib/trie.c; the
+ * comments here say what each field is for and who may touch it.
+ */
+#ifndef CT_TRIE_H
+#define CT_TRIE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conntab-int.h"
+#include "key.h"
+
+/* Entries of a sparse node at most; a 33rd distinct value bursts it. */
+#define CT_T_KMAX	32
+/* An adjacent sparse child with this many live entries is "heavy". */
+#define CT_T_KHEAVY	12
+/* A sparse child with at most this many live entries is "light". */
+#define CT_T_KLIGHT	4
+/* Widest dense node: 2^24 slots (128 MiB). */
+#define CT_T_DMAX	24
+/* Widest short dense node (a byte). */
+#define CT_T_SMAX	8
+/*
+ * A short dense node of 2^w slots with this many used or fewer becomes
+ * sparse: half a full sparse node, or an eighth of its slots.
+ */
+static inline unsigned int ct_d_slow(unsigned int w)
+{
+	unsigned int e = (1u << w) / 8;
+
+	return e > CT_T_KMAX / 2 ? e : CT_T_KMAX / 2;
+}
+/* Longest path: two internal nodes per byte of the string, and the leaf. */
+#define CT_T_DEPTH	(2 * CT_KEY_STR_MAX + 1)
+
+/*
+ * Child words (slots of nodes, and the root word): 0 (empty), a leaf
+ * (the user's struct conntab_node | CT_T_LEAF) or an internal node. Bit 1
+ * is the writer lock of a dense node's slot; readers mask it off.
+ */
+#define CT_T_LEAF	((uintptr_t)1)
+#define CT_T_LOCKED	((uintptr_t)2)
+
+/* kind byte */
+#define CT_T_K		0x01	/* sparse: up to CT_T_KMAX (value, kid) pairs */
+#define CT_T_D		0x02	/* dense: 2^w slots */
+#define CT_T_SHORT	0x04	/* dense, ends on a byte boundary, w <= 8 */
+#define CT_T_BLOCKED	0x08	/* dense: inflating would share a dense child */
+#define CT_T_DEAD	0x80	/* replaced: writers that lock it retry */
+
+/*
+ * The head of every internal node. A node branches on the window
+ * [pos, pos + w) of the canonical key string (lib/key.h). pos and w never
+ * change once the node is published; a writer sets CT_T_DEAD under the
+ * node's lock(s) when it unlinks the node.
+ */
+struct ct_tnode {
+	uint8_t kind;
+	uint8_t lock;		/* sparse: owns the entries (writers) */
+	uint8_t n;		/* sparse: entries published (release) */
+	uint8_t cap;		/* sparse: entries allocated */
+	uint16_t pos;
+	uint8_t w;
+	uint8_t live;		/* sparse: entries with a kid (writers) */
+};
+
+/*
+ * Sparse node: after the head, val[cap] (the window's value of each
+ * entry, never changed once published below n) and kid[cap] (8-byte
+ * aligned). An entry whose kid is 0 is a tombstone: its value stays, so
+ * a value occurs at most once in val[0, n).
+ */
+static inline uint16_t *ct_k_val(struct ct_tnode *x)
+{
+	return (uint16_t *)(void *)(x + 1);
+}
+
+static inline size_t ct_k_kidoff(unsigned int cap)
+{
+	return (sizeof(struct ct_tnode) + 2 * (size_t)cap + 7) & ~(size_t)7;
+}
+
+static inline uintptr_t *ct_k_kid(struct ct_tnode *x)
+{
+	return (uintptr_t *)(void *)((char *)x + ct_k_kidoff(x->cap));
+}
+
+/*
+ * Dense node. Readers use h and kid[]; the counters and the prefix are
+ * the writers'. prefix holds bits [0, pos) of every key below (the bits a
+ * writer checks when the node skips bits after its parent's window).
+ */
+struct ct_dnode {
+	struct ct_tnode h;
+	uint32_t used;		/* non-empty slots */
+	uint32_t heavy;		/* anchored: slots of class CT_C_HEAVY */
+	uint32_t light;		/* anchored: non-empty slots of class CT_C_LIGHT
+				   or CT_C_SHARED */
+	uint32_t shared;	/* anchored: slots of class CT_C_SHARED */
+	uint8_t prefix[CT_KEY_STR_MAX];
+	uintptr_t kid[];
+};
+
+static inline struct ct_dnode *ct_d(struct ct_tnode *x)
+{
+	return (struct ct_dnode *)(void *)x;
+}
+
+/* Every node is allocated behind a struct rcu_head (its call_rcu link). */
+#define CT_T_HEAD	sizeof(struct rcu_head)
+
+static inline size_t ct_k_size(unsigned int cap)
+{
+	return CT_T_HEAD + ct_k_kidoff(cap) + (size_t)cap * sizeof(uintptr_t);
+}
+
+static inline size_t ct_d_size(unsigned int w)
+{
+	return CT_T_HEAD + sizeof(struct ct_dnode) +
+	       ((size_t)1 << w) * sizeof(uintptr_t);
+}
+
+static inline struct rcu_head *ct_t_head(struct ct_tnode *x)
+{
+	return (struct rcu_head *)(void *)((char *)x - CT_T_HEAD);
+}
+
+/*
+ * kind is read without locks while writers set CT_T_DEAD or CT_T_BLOCKED
+ * in it (under the node's locks): relaxed atomics, one byte either way.
+ */
+static inline uint8_t ct_t_kind(const struct ct_tnode *x)
+{
+	return __atomic_load_n(&x->kind, __ATOMIC_RELAXED);
+}
+
+static inline void ct_t_mark(struct ct_tnode *x, uint8_t flag)
+{
+	__atomic_store_n(&x->kind, (uint8_t)(ct_t_kind(x) | flag),
+			 __ATOMIC_RELAXED);
+}
+
+static inline bool ct_t_isk(const struct ct_tnode *x)
+{
+	return ct_t_kind(x) & CT_T_K;
+}
+
+static inline bool ct_t_short(const struct ct_tnode *x)
+{
+	return ct_t_kind(x) & CT_T_SHORT;
+}
+
+static inline bool ct_t_dead(const struct ct_tnode *x)
+{
+	return ct_t_kind(x) & CT_T_DEAD;
+}
+
+static inline unsigned int ct_t_end(const struct ct_tnode *x)
+{
+	return (unsigned int)x->pos + x->w;
+}
+
+/* Child words. */
+static inline bool ct_w_leaf(uintptr_t p)
+{
+	return p & CT_T_LEAF;
+}
+
+static inline struct conntab_node *ct_w_node(uintptr_t p)
+{
+	return (struct conntab_node *)(p & ~CT_T_LEAF);
+}
+
+static inline struct ct_tnode *ct_w_tn(uintptr_t p)
+{
+	return (struct ct_tnode *)p;
+}
+
+static inline uintptr_t ct_w_of(struct conntab_node *n)
+{
+	return (uintptr_t)n | CT_T_LEAF;
+}
+
+/* Reader: a slot's word, published with ct_rcu_assign (lock bit off). */
+static inline uintptr_t ct_w_load(uintptr_t *slot)
+{
+	return ct_rcu_deref(*slot) & ~CT_T_LOCKED;
+}
+
+/* Byte boundaries. */
+static inline unsigned int ct_floor8(unsigned int bit)
+{
+	return bit & ~7u;
+}
+
+/*
+ * Bits [pos, pos + w) of the string @s (1 <= w <= 25), as a number. @s
+ * is a CT_KEY_STR_BUF buffer, zero past the string, so the 8-byte load
+ * never leaves it (pos < 320).
+ */
+static inline uint32_t ct_bits(const uint8_t *s, unsigned int pos,
+			       unsigned int w)
+{
+	uint64_t v = ct_load_be64(s + (pos >> 3));
+
+	return (uint32_t)((v << (pos & 7)) >> (64 - w));
+}
+
+/* Set bits [pos, pos + w) of @s to @v (w <= 25). */
+static inline void ct_putbits(uint8_t *s, unsigned int pos, unsigned int w,
+			      uint32_t v)
+{
+	unsigned int i;
+
+	for (i = 0; i < w; i++) {
+		unsigned int b = pos + i;
+		uint8_t m = (uint8_t)(0x80 >> (b & 7));
+
+		if ((v >> (w - 1 - i)) & 1)
+			s[b >> 3] |= m;
+		else
+			s[b >> 3] &= (uint8_t)~m;
+	}
+}
+
+/*
+ * The part of @x's window that the path above fixed: bits [x->pos, lim)
+ * with lim = min(pend, end), where @pend is the end of the parent's
+ * window (or further, where the path's bits are known). Returns its width
+ * (0: none) and the bits in *pre.
+ */
+static inline unsigned int ct_t_overlap(const struct ct_tnode *x,
+					const uint8_t *ps, unsigned int pend,
+					uint32_t *pre)
+{
+	unsigned int end = ct_t_end(x), lim = pend < end ? pend : end;
+
+	if (lim <= x->pos) {
+		*pre = 0;
+		return 0;
+	}
+	*pre = ct_bits(ps, x->pos, lim - x->pos);
+	return lim - x->pos;
+}
+
+/* Dense node: the slots the path allows, [*lo, *hi]. */
+static inline void ct_d_range(const struct ct_tnode *x, unsigned int ov,
+			      uint32_t pre, uint32_t *lo, uint32_t *hi)
+{
+	*lo = pre << (x->w - ov);
+	*hi = *lo + (((uint32_t)1 << (x->w - ov)) - 1);
+}
+
+/*
+ * Per-thread shards of the table's counters: two writers do not bounce
+ * one line on every write. Sums are not snapshots.
+ */
+#define CT_TRIE_SHARDS	32
+
+struct ct_trie_count {
+	long entries;
+	long timewait;
+	long nodes;
+	long memory;
+	long inflates;
+	long halves;
+} __attribute__((aligned(CT_CACHELINE)));
+
+struct ct_trie {
+	struct conntab base;
+	uintptr_t root;			/* the top child word */
+	uint32_t root_lock;		/* owns the root word */
+	/*
+	 * Retired nodes wait on @retired (a lock-free stack) and go to
+	 * call_rcu in batches; conntab_stats() walks the trie without the
+	 * RCU read lock, and while scanners > 0 none goes (lib/trie-mem.c).
+	 */
+	int scanners;
+	struct rcu_head *retired;
+	unsigned long nretired;
+	struct ct_trie_count cnt[CT_TRIE_SHARDS];
+};
+
+static inline struct ct_trie *ct_trie(struct conntab *t)
+{
+	return (struct ct_trie *)(void *)t;
+}
+
+/*
+ * Writer locks (lib/lock.h for the word lock of the root): a byte in a
+ * sparse node, bit 1 of each slot of a dense node.
+ */
+static inline void ct_t_lock8(uint8_t *l)
+{
+	unsigned int spins = 0;
+
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			ct_spin_pause(&spins);
+}
+
+static inline void ct_t_unlock8(uint8_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static inline void ct_t_slot_lock(uintptr_t *slot)
+{
+	unsigned int spins = 0;
+	uintptr_t v;
+
+	for (;;) {
+		v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+		if (!(v & CT_T_LOCKED) &&
+		    __atomic_compare_exchange_n(slot, &v, v | CT_T_LOCKED, true,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		ct_spin_pause(&spins);
+	}
+}
+
+/* Release a slot's lock, leaving @v in it (release: publishes v). */
+static inline void ct_t_slot_set_unlock(uintptr_t *slot, uintptr_t v)
+{
+	ct_rcu_assign(*slot, v);
+}
+
+static inline void ct_t_slot_unlock(uintptr_t *slot)
+{
+	ct_t_slot_set_unlock(slot,
+		__atomic_load_n(slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED);
+}
+
+/* Every lock of @x itself: a sparse node's, or all a dense one's slots. */
+static inline void ct_t_lock_node(struct ct_tnode *x)
+{
+	uint32_t i;
+
+	if (ct_t_isk(x))
+		ct_t_lock8(&x->lock);
+	else
+		for (i = 0; i < (1u << x->w); i++)	/* increasing index */
+			ct_t_slot_lock(&ct_d(x)->kid[i]);
+}
+
+static inline void ct_t_unlock_node(struct ct_tnode *x)
+{
+	uint32_t i;
+
+	if (ct_t_isk(x))
+		ct_t_unlock8(&x->lock);
+	else
+		for (i = 1u << x->w; i-- > 0;)
+			ct_t_slot_unlock(&ct_d(x)->kid[i]);
+}
+
+/* lib/trie-mem.c: allocation, accounting, retirement. */
+struct ct_trie_count *ct_t_cnt(struct ct_trie *tr);
+struct ct_tnode *ct_k_alloc(struct ct_trie *tr, unsigned int cap,
+			    unsigned int pos, unsigned int w);
+struct ct_tnode *ct_d_alloc(struct ct_trie *tr, unsigned int pos,
+			    unsigned int w, bool is_short);
+void ct_t_free(struct ct_trie *tr, struct ct_tnode *x);
+void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x);
+void ct_t_scan_begin(struct ct_trie *tr);
+void ct_t_scan_end(struct ct_trie *tr);
+unsigned int ct_k_capfor(unsigned int live);
+
+void ct_t_drain(struct ct_trie *tr);
+
+/*
+ * Classes of an anchored dense node's slots (lib/trie-resize.c): what its
+ * counters count, and what decides its inflation and halving.
+ */
+enum ct_class {
+	CT_C_EMPTY,
+	CT_C_LIGHT,	/* a leaf, or a few keys */
+	CT_C_SHARED,	/* a shared child's slot after its first: light too */
+	CT_C_NORMAL,
+	CT_C_HEAVY,	/* a wider window would split it */
+};
+
+enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
+			 uintptr_t child);
+void ct_d_count(struct ct_tnode *d, enum ct_class c, int delta);
+void ct_d_recount(struct ct_tnode *d);
+bool ct_d_wants_resize(const struct ct_tnode *d);
+
+/* lib/trie-write.c: the writers. */
+int ct_trie_insert(struct conntab *t, struct conntab_node *n,
+		   struct conntab_node **recycled);
+int ct_trie_remove(struct conntab *t, struct conntab_node *n);
+int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
+		struct conntab_node **recycled, bool held);
+int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
+		      const uint8_t *s);
+void ct_t_tidy(struct ct_trie *tr, const uint8_t *s);
+int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
+		     struct conntab_node *tw);
+
+/* lib/trie-read.c: the readers, and helpers writers share. */
+struct conntab_node *ct_trie_lookup(struct conntab *t,
+				    const struct conntab_key *k);
+size_t ct_trie_lookup_batch(struct conntab *t, const struct conntab_key *keys,
+			    struct conntab_node **out, size_t n);
+int ct_trie_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg);
+int ct_trie_walk_prefix(struct conntab *t, const uint8_t *s,
+			unsigned int bits, ct_walk_fn fn, void *arg);
+struct conntab_node *ct_t_first_leaf(uintptr_t p, const uint8_t *ps,
+				     unsigned int pend);
+int ct_k_find(struct ct_tnode *x, uint32_t v);
+int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre);
+
+/* lib/trie-scan.c, lib/trie-evict.c: the lifecycle calls. */
+int ct_trie_scan(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
+		 bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
+			 ct_rank_fn rank, void *arg,
+			 struct conntab_node **evicted);
+
+#endif /* CT_TRIE_H */

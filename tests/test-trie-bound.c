@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * CONNTAB_TRIE: the memory bound of lib/trie.c, in entries present now,
+ * under the churn a remote peer can drive (issue 13): after every phase,
+ * internal nodes <= N - 1 and stats.memory <= the empty table's + 208 N
+ * for the N entries present, an emptied table back to no internal node
+ * at all (so a walk or scan of it passes none), and a table emptied to 1%
+ * within twice what that 1% alone needs. Then conntab_stats() in a loop
+ * beside two writers: its counts stay consistent, and the writers' worst
+ * latency is reported (not asserted: timing is the benchmark's).
+ */
+#include <urcu.h>		/* memb flavor: conntab_create picks it up */
+#include <conntab/conntab.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <check.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+/* lib/trie.c: bytes per entry present, over the empty table's memory. */
+#define BOUND_PER_ENTRY	208
+/* lib/trie.c: depth of an IPv4 key's path, leaf included. */
+#define MAX_DEPTH_V4	(128 / 4 + 1)
+
+#if defined(__SANITIZE_ADDRESS__)
+# define SLOW	4		/* ASan: a quarter of the rounds */
+#else
+# define SLOW	1
+#endif
+
+/* Check writes to its pipe on every ck_assert: hot loops use this. */
+#define REQUIRE(c) do {							\
+	if (!(c))							\
+		ck_abort_msg("%s:%d: %s", __FILE__, __LINE__, #c);	\
+} while (0)
+
+static struct conntab *mk(size_t max_entries)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE,
+				      .max_entries = max_entries };
+	struct conntab *t = conntab_create(&cfg);
+
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+static size_t empty_memory(void)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE };
+	struct conntab *t = conntab_create(&cfg);
+	struct conntab_stats st;
+
+	if (!t)
+		abort();
+	conntab_stats(t, &st);
+	conntab_destroy(t, NULL);
+	return st.memory;
+}
+
+static size_t m0;		/* stats.memory of an empty table */
+
+/* The bound of lib/trie.c for what @t holds now. */
+static void check_bound(struct conntab *t, const char *what, long round)
+{
+	struct conntab_stats st;
+	size_t n;
+
+	conntab_stats(t, &st);
+	n = st.entries;
+	if (st.buckets > (n ? n - 1 : 0) ||
+	    st.memory > m0 + BOUND_PER_ENTRY * n)
+		ck_abort_msg("%s, round %ld: %zu entries, %zu internal nodes, "
+			     "%zu bytes (bound %zu)", what, round, n,
+			     st.buckets, st.memory,
+			     m0 + BOUND_PER_ENTRY * n);
+}
+
+static int count_fn(struct conntab_node *n, void *arg)
+{
+	(void)n;
+	(*(size_t *)arg)++;
+	return 0;
+}
+
+/*
+ * Emptied: no internal node and the empty table's memory, so a walk
+ * passes nothing; a scan of budget 1 (which counts internal nodes and
+ * empty slots against 16 x budget) ends its pass in one call.
+ */
+static void check_emptied(struct conntab *t, const char *what)
+{
+	struct conntab_cursor cur = { { 0 } };
+	struct conntab_stats st;
+	size_t visits = 0;
+	int ret;
+
+	conntab_stats(t, &st);
+	ck_assert_msg(st.entries == 0 && st.buckets == 0 && st.memory == m0,
+		      "%s emptied: %zu entries, %zu internal nodes, %zu bytes "
+		      "(empty table: %zu)", what, st.entries, st.buckets,
+		      st.memory, m0);
+	rcu_read_lock();
+	ret = conntab_scan(t, &cur, 1, count_fn, &visits);
+	rcu_read_unlock();
+	ck_assert_int_eq(ret, 1);
+	ck_assert_uint_eq(visits, 0);
+}
+
+static uint32_t ip4(unsigned int a, unsigned int b, unsigned int c,
+		    unsigned int d)
+{
+	return htonl(a << 24 | b << 16 | c << 8 | d);
+}
+
+static void key_v4(struct conntab_key *k, uint32_t raddr_host, uint16_t rport)
+{
+	conntab_key_v4(k, IPPROTO_TCP, ip4(10, 0, 0, 1), htons(443),
+		       htonl(raddr_host), htons(rport));
+}
+
+/* The issue's rounds: 64 connections from a new remote address each. */
+#define ROUNDS		(20000 / SLOW)
+#define PER_ROUND	64
+
+START_TEST(churn_new_address_rounds)
+{
+	struct conntab_node *nd = calloc(PER_ROUND, sizeof(*nd));
+	struct conntab *t = mk(0);
+	struct conntab_key k;
+	long r;
+	int i;
+
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < PER_ROUND; i++) {
+			conntab_node_init(&nd[i]);
+			key_v4(&k, 0xc6000000u + (uint32_t)r,
+			       (uint16_t)(1024 + i));
+			REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+		}
+		check_bound(t, "new address, 64 in", r);
+		for (i = 0; i < PER_ROUND; i++)
+			REQUIRE(conntab_remove(t, &nd[i]) == 0);
+		if (r % 1000 == 0)
+			check_bound(t, "new address, emptied", r);
+	}
+	check_emptied(t, "new address rounds");
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+}
+END_TEST
+
+/* One remote address through every block of 64 ports, twice. */
+START_TEST(churn_port_blocks)
+{
+	struct conntab_node *nd = calloc(2 * PER_ROUND, sizeof(*nd));
+	struct conntab *t = mk(0);
+	struct conntab_key k;
+	unsigned int b, i, cur, prev;
+
+	for (b = 0; b < 2 * 65536 / PER_ROUND; b++) {
+		cur = (b & 1) * PER_ROUND;
+		prev = PER_ROUND - cur;
+		for (i = 0; i < PER_ROUND; i++) {
+			conntab_node_init(&nd[cur + i]);
+			key_v4(&k, 0xcb007101u,
+			       (uint16_t)((b * PER_ROUND + i) & 0xffff));
+			REQUIRE(conntab_insert(t, &nd[cur + i], &k) == 0);
+		}
+		check_bound(t, "port blocks, two blocks in", b);
+		if (b)
+			for (i = 0; i < PER_ROUND; i++)
+				REQUIRE(conntab_remove(t, &nd[prev + i]) == 0);
+		check_bound(t, "port blocks, one block in", b);
+	}
+	cur = ((b - 1) & 1) * PER_ROUND;
+	for (i = 0; i < PER_ROUND; i++)
+		REQUIRE(conntab_remove(t, &nd[cur + i]) == 0);
+	check_emptied(t, "port blocks");
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+}
+END_TEST
+
+/* IPv6: rounds of 256 remote addresses sharing their first 120 bits. */
+#define V6_ROUNDS	(2000 / SLOW)
+
+START_TEST(churn_v6_shared_120)
+{
+	struct conntab_node *nd = calloc(256, sizeof(*nd));
+	struct conntab *t = mk(0);
+	struct conntab_key k;
+	struct in6_addr la = { .s6_addr = { 0x20, 0x01, 0x0d, 0xb8,
+					    [15] = 1 } };
+	struct in6_addr ra = { .s6_addr = { 0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff,
+					    0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					    0xff } };
+	long r;
+	int i;
+
+	for (r = 0; r < V6_ROUNDS; r++) {
+		/* A new /120 each round: its bits 104..119 count rounds. */
+		ra.s6_addr[13] = (uint8_t)(r >> 8);
+		ra.s6_addr[14] = (uint8_t)r;
+		for (i = 0; i < 256; i++) {
+			ra.s6_addr[15] = (uint8_t)i;
+			conntab_node_init(&nd[i]);
+			conntab_key_v6(&k, IPPROTO_UDP, &la, htons(53), &ra,
+				       htons(5353));
+			REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+		}
+		check_bound(t, "IPv6 /120, 256 in", r);
+		for (i = 0; i < 256; i += 2)	/* every other: sparse nodes */
+			REQUIRE(conntab_remove(t, &nd[i]) == 0);
+		check_bound(t, "IPv6 /120, 128 in", r);
+		for (i = 1; i < 256; i += 2)
+			REQUIRE(conntab_remove(t, &nd[i]) == 0);
+	}
+	check_emptied(t, "IPv6 /120 rounds");
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+}
+END_TEST
+
+/* Keys that differ only in the zone, or only in the protocol. */
+START_TEST(churn_zone_proto)
+{
+	size_t n = 65536 + 256, i;
+	struct conntab_node *nd = calloc(n, sizeof(*nd));
+	struct conntab *t = mk(0);
+	struct conntab_key k;
+	int rep;
+
+	for (rep = 0; rep < 2; rep++) {
+		for (i = 0; i < n; i++) {
+			conntab_node_init(&nd[i]);
+			/* Zone only; then proto only, at another port. */
+			key_v4(&k, 0xc0000201u, i < 65536 ? 40000 : 40001);
+			if (i < 65536)
+				k.zone = (uint16_t)i;
+			else
+				k.proto = (uint8_t)(i - 65536);
+			REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+			if (i % 4096 == 4095 || i == n - 1)
+				check_bound(t, "zone and proto, filling",
+					    (long)i);
+		}
+		for (i = 0; i < n; i++) {
+			/* Zones from both ends, so nodes empty unevenly. */
+			size_t j = i & 1 ? n - 1 - i / 2 : i / 2;
+
+			REQUIRE(conntab_remove(t, &nd[j]) == 0);
+			if (i % 4096 == 4095)
+				check_bound(t, "zone and proto, emptying",
+					    (long)i);
+		}
+		check_emptied(t, "zone and proto");
+	}
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+}
+END_TEST
+
+/* xorshift64*: deterministic keys without libc's shared state. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+static void key_random(struct conntab_key *k, uint64_t r)
+{
+	conntab_key_v4(k, IPPROTO_TCP, ip4(10, 0, (r >> 56) & 3, 1),
+		       htons(443), (uint32_t)r, (uint16_t)(r >> 32));
+}
+
+/*
+ * 1M random keys (200K under ASan), all but 1% removed: the table then
+ * uses at most twice what a fresh table of that 1% uses, and keeps the
+ * bound on the way down.
+ */
+#define BIG	((size_t)(SLOW > 1 ? 200000 : 1000000))
+
+START_TEST(residue_one_percent)
+{
+	struct conntab_node *nd = calloc(BIG, sizeof(*nd));
+	struct conntab_node *fresh = calloc(BIG / 100, sizeof(*fresh));
+	uint8_t *ok = calloc(BIG, 1);
+	struct conntab *t = mk(0), *u = mk(0);
+	struct conntab_stats st, su;
+	struct conntab_key k;
+	uint64_t s = 77;
+	size_t i, in = 0;
+
+	ck_assert_ptr_nonnull(nd);
+	ck_assert_ptr_nonnull(fresh);
+	ck_assert_ptr_nonnull(ok);
+	for (i = 0; i < BIG; i++) {
+		key_random(&k, rnd(&s));
+		conntab_node_init(&nd[i]);
+		/* A repeated random key is left out (-EEXIST). */
+		ok[i] = conntab_insert(t, &nd[i], &k) == 0;
+		in += ok[i];
+	}
+	check_bound(t, "1M random", 0);
+	for (i = 0; i < BIG; i++) {
+		if (i % 100 == 0 || !ok[i])
+			continue;
+		REQUIRE(conntab_remove(t, &nd[i]) == 0);
+		if (i % (BIG / 8) == 0)
+			check_bound(t, "1M random, emptying", (long)i);
+	}
+	check_bound(t, "1% left", 0);
+	for (i = 0; i < BIG; i += 100) {
+		if (!ok[i])
+			continue;
+		conntab_node_init(&fresh[i / 100]);
+		REQUIRE(conntab_insert(u, &fresh[i / 100],
+				       conntab_node_key(&nd[i])) == 0);
+	}
+	conntab_stats(t, &st);
+	conntab_stats(u, &su);
+	ck_assert_uint_eq(st.entries, su.entries);
+	printf("trie: %zu random keys (%zu distinct), all but 1%% removed: "
+	       "%zu bytes, %zu internal nodes; the %zu alone in a fresh "
+	       "table: %zu bytes, %zu internal nodes (ratio %.2f)\n",
+	       BIG, in, st.memory, st.buckets, su.entries, su.memory,
+	       su.buckets, (double)st.memory / (double)su.memory);
+	ck_assert_msg(st.memory <= 2 * su.memory,
+		      "1%% left: %zu bytes > 2 x %zu", st.memory, su.memory);
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+	rcu_barrier();
+	free(nd);
+	free(fresh);
+	free(ok);
+}
+END_TEST
+
+/*
+ * conntab_stats() in a loop beside two writers that fill and empty their
+ * own key ranges (the trie grows and shrinks under it). Stats sum per
+ * thread counters with no snapshot, but each sum stays within what some
+ * instant held: entries <= the keys, timewait <= entries, depth within
+ * the depth bound, internal nodes below the keys plus what two writers
+ * may have allocated and not yet published (a rebuild: fewer than 32).
+ */
+#define W_KEYS		4096
+#define W_ROUNDS	(40 / SLOW)
+
+static struct conntab *st_t;
+static volatile int st_stop;
+static long w_worst_ns[2];
+static unsigned long st_calls, st_bad;
+static long st_worst_ns;
+static char st_why[160];
+
+static long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void *stats_loop(void *arg)
+{
+	struct conntab_stats st;
+	long t0, d;
+
+	(void)arg;
+	rcu_register_thread();
+	while (!__atomic_load_n(&st_stop, __ATOMIC_RELAXED)) {
+		t0 = now_ns();
+		conntab_stats(st_t, &st);
+		d = now_ns() - t0;
+		if (d > st_worst_ns)
+			st_worst_ns = d;
+		st_calls++;
+		if (st.entries > 2 * W_KEYS || st.timewait > st.entries ||
+		    st.max_depth > MAX_DEPTH_V4 || st.memory < m0 ||
+		    st.buckets > 2 * W_KEYS + 64) {
+			if (!st_bad++)
+				snprintf(st_why, sizeof(st_why),
+					 "entries %zu timewait %zu depth %zu "
+					 "memory %zu nodes %zu", st.entries,
+					 st.timewait, st.max_depth, st.memory,
+					 st.buckets);
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void *fill_empty(void *arg)
+{
+	unsigned int id = (unsigned int)(uintptr_t)arg, r, i;
+	struct conntab_node *nd = calloc(W_KEYS, sizeof(*nd));
+	struct conntab_key k;
+	long t0, d, worst = 0;
+
+	rcu_register_thread();
+	for (r = 0; r < W_ROUNDS; r++) {
+		for (i = 0; i < W_KEYS; i++) {
+			conntab_node_init(&nd[i]);
+			/* The two writers' keys interleave in one subtree. */
+			key_v4(&k, 0xc6336400u + (i >> 4), (uint16_t)
+			       (1024 + ((i & 15) << 1 | id)));
+			t0 = now_ns();
+			REQUIRE(conntab_insert(st_t, &nd[i], &k) == 0);
+			d = now_ns() - t0;
+			if (d > worst)
+				worst = d;
+		}
+		for (i = 0; i < W_KEYS; i++) {
+			t0 = now_ns();
+			REQUIRE(conntab_remove(st_t, &nd[i]) == 0);
+			d = now_ns() - t0;
+			if (d > worst)
+				worst = d;
+		}
+	}
+	/* Nodes left the table; readers finished with them after this. */
+	synchronize_rcu();
+	rcu_unregister_thread();
+	free(nd);
+	w_worst_ns[id] = worst;
+	return NULL;
+}
+
+START_TEST(stats_beside_writers)
+{
+	pthread_t w[2], s;
+	int i;
+
+	st_t = mk(0);
+	st_stop = 0;
+	st_calls = st_bad = 0;
+	st_worst_ns = 0;
+	ck_assert_int_eq(pthread_create(&s, NULL, stats_loop, NULL), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&w[i], NULL, fill_empty,
+						(void *)(uintptr_t)i), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	__atomic_store_n(&st_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(s, NULL);
+	printf("trie: conntab_stats() called %lu times beside 2 writers "
+	       "(%d rounds of %d inserts and removes each): worst stats call "
+	       "%ld us; writers' worst insert or remove %ld us and %ld us\n",
+	       st_calls, W_ROUNDS, W_KEYS, st_worst_ns / 1000,
+	       w_worst_ns[0] / 1000, w_worst_ns[1] / 1000);
+	ck_assert_msg(st_bad == 0, "%lu inconsistent stats, first: %s",
+		      st_bad, st_why);
+	ck_assert_uint_gt(st_calls, 0);
+	check_emptied(st_t, "after the writers");
+	conntab_destroy(st_t, NULL);
+	rcu_barrier();
+}
+END_TEST
+
+static Suite *bound_suite(void)
+{
+	Suite *s = suite_create("trie-bound");
+	TCase *tc = tcase_create("trie-bound");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, churn_new_address_rounds);
+	tcase_add_test(tc, churn_port_blocks);
+	tcase_add_test(tc, churn_v6_shared_120);
+	tcase_add_test(tc, churn_zone_proto);
+	tcase_add_test(tc, residue_one_percent);
+	tcase_add_test(tc, stats_beside_writers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	int ret;
+
+	rcu_register_thread();
+	m0 = empty_memory();
+	ret = t_run(bound_suite(), 600);
+	rcu_unregister_thread();
+	return ret;
+}
