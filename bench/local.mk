@@ -45,7 +45,7 @@ demo: bench/conntab-bench$(EXEEXT)
 # right answers (exit status); no timing is checked.
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
-	doc/lookup-vs-n.svg
+	doc/lookup-vs-n.svg doc/real-traffic.svg
 
 # lookup3 (jhash.h, the lfht-jhash peer's hash) against its published
 # test vectors.
