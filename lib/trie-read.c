@@ -99,9 +99,13 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 				if (!p[i] || ct_w_leaf(p[i]))
 					continue;
 				p[i] = ct_t_step(ct_w_tn(p[i]), s[i]);
+				/*
+				 * Integer arithmetic: p[i] may be 0, and
+				 * an offset from a null pointer is UB.
+				 */
 				__builtin_prefetch((void *)(p[i] & ~CT_T_LEAF));
-				__builtin_prefetch((char *)(p[i] & ~CT_T_LEAF) +
-						   CT_CACHELINE);
+				__builtin_prefetch((void *)((p[i] & ~CT_T_LEAF) +
+							    CT_CACHELINE));
 				more |= p[i] && !ct_w_leaf(p[i]);
 			}
 		} while (more);

@@ -191,7 +191,14 @@ static bool ct_scan_sub(struct ct_scan *sc, uintptr_t p, unsigned int pend,
 	if (tight && x->pos > pend) {
 		/* Bits every key below shares: where is P among them? */
 		if (!ct_t_isk(x)) {
-			cmp = ct_bits_cmp(ct_d(x)->prefix, sc->p, pend, x->pos);
+			/*
+			 * A copy: ct_bits() loads 8 bytes, which past the
+			 * prefix would read the slots writers change.
+			 */
+			memcpy(rs, ct_d(x)->prefix, CT_KEY_STR_MAX);
+			memset(rs + CT_KEY_STR_MAX, 0,
+			       CT_KEY_STR_BUF - CT_KEY_STR_MAX);
+			cmp = ct_bits_cmp(rs, sc->p, pend, x->pos);
 		} else {
 			rep = ct_t_first_leaf(p, sc->ps, pend);
 			if (!rep)
