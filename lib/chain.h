@@ -186,6 +186,19 @@ static inline void ct_chain_replace(struct conntab_node **pprev,
 	ct_rcu_assign(*pprev, new);	/* pairs with ct_rcu_deref in readers */
 }
 
+/*
+ * Ask for the first node of the chain at @head, to be walked soon (a scan's
+ * look-ahead, an eviction sample). A hint: the head is read without order
+ * and nothing is read through it, so any value it holds is harmless.
+ */
+static inline void ct_chain_prefetch(struct conntab_node *const *head)
+{
+	struct conntab_node *n = __atomic_load_n(head, __ATOMIC_RELAXED);
+
+	if (!ct_is_nulls(n))
+		__builtin_prefetch(n);
+}
+
 /* Length of a chain (writer, or reader under the RCU read lock). */
 static inline size_t ct_chain_len(struct conntab_node *const *head)
 {

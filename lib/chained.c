@@ -240,6 +240,11 @@ static bool chained_scan_pass(struct conntab *t, size_t b, int state,
 	return ct_walk_sel_chain(sel, &ct_chained(t)->buckets[b], b);
 }
 
+static void chained_scan_ahead(struct conntab *t, size_t b)
+{
+	ct_chain_prefetch(&ct_chained(t)->buckets[b]);
+}
+
 /*
  * The walk above needs no selection, but a scan does: between two calls
  * a node can leave its chain and come back at the head, so only an order
@@ -249,7 +254,8 @@ static int chained_scan(struct conntab *t, uint64_t *pos, bool fresh,
 			size_t budget, ct_walk_fn fn, void *arg)
 {
 	return ct_walk_buckets(t, pos, (size_t)ct_chained(t)->mask + 1,
-			       CT_WALK_ALL, budget, chained_scan_pass, fn, arg);
+			       CT_WALK_ALL, budget, chained_scan_pass,
+			       chained_scan_ahead, fn, arg);
 }
 
 static void chained_stats(struct conntab *t, struct conntab_stats *st)

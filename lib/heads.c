@@ -93,6 +93,28 @@ size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 	return depth;
 }
 
+/*
+ * The buckets of one stripe are nbuckets / stripes heads apart, a line
+ * each, and their nodes a line each: offered one after the other they are
+ * two dependent misses per bucket, some twenty for a sample. Ask for the
+ * first nodes of the first CT_EVICT_AHEAD buckets at once, so that their
+ * misses overlap as a batch lookup's do.
+ */
+#define CT_EVICT_AHEAD	(CT_EVICT_SAMPLE + CT_EVICT_SAMPLE / 2)
+
+static void ct_heads_sample_ahead(struct conntab_node **heads, size_t o,
+				  size_t j0, size_t per, size_t stripes,
+				  unsigned int per_bucket)
+{
+	size_t k, m = per < CT_EVICT_AHEAD ? per : CT_EVICT_AHEAD;
+	unsigned int j;
+
+	for (k = 0; k < m; k++)
+		for (j = 0; j < per_bucket; j++)
+			ct_chain_prefetch(&heads[(o + ((j0 + k) % per) *
+						   stripes) * per_bucket + j]);
+}
+
 /* Offer the chains of bucket @b (its stripe @s held) to the sample. */
 static void ct_heads_sample_bucket(struct conntab_node **heads, size_t b,
 				   unsigned int per_bucket, struct ct_stripe *s,
@@ -120,6 +142,7 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
 	 */
 	j0 = (size_t)(ct_evict_random() % per);
+	ct_heads_sample_ahead(heads, o, j0, per, stripes, per_bucket);
 	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
 		ct_heads_sample_bucket(heads, o + ((j0 + k) % per) * stripes,
 				       per_bucket, own, v);

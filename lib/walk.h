@@ -235,12 +235,21 @@ static inline int ct_walk_visit(struct ct_walk_budget *bu,
  * 0 when a budget ran out, or fn's nonzero value (position just after
  * that node). fn runs on the selection, on no live chain: it may unlink
  * or move its node.
+ *
+ * @ahead(t, b) prefetches the first node(s) of bucket b, CT_WALK_AHEAD
+ * buckets before the pass reaches it: a bucket's nodes are a miss each,
+ * and the selection's work between two chains leaves the core too few
+ * loads in flight to overlap them on its own (a pass at 1M cost twice a
+ * plain walk without it). A hint only: nothing is read through it.
  */
+#define CT_WALK_AHEAD	8
+
 static inline __attribute__((always_inline)) int
 ct_walk_buckets(struct conntab *t, uint64_t *pos, size_t nbuckets, int state,
 		size_t budget,
 		bool (*pass)(struct conntab *t, size_t b, int state,
 			     struct ct_walk_sel *sel),
+		void (*ahead)(struct conntab *t, size_t b),
 		ct_walk_fn fn, void *arg)
 {
 	struct ct_walk_budget bu;
@@ -253,6 +262,8 @@ ct_walk_buckets(struct conntab *t, uint64_t *pos, size_t nbuckets, int state,
 		return -EINVAL;
 	ct_walk_budget_init(&bu, budget);
 	for (; b < nbuckets; b++, ct_walk_sel_init(&sel)) {
+		if (b + CT_WALK_AHEAD < nbuckets)
+			ahead(t, b + CT_WALK_AHEAD);
 		do {
 			if (!ct_walk_step(&bu, &sel)) {
 				ct_walk_pos_save(pos, b, &sel);
