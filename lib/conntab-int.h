@@ -132,11 +132,6 @@ struct conntab_ops {
 	 * node.
 	 */
 	void (*prefetch)(struct conntab *t, uint32_t hash);
-	/*
-	 * Optional, for a backend that does not hash: the same, from the
-	 * key itself.
-	 */
-	void (*prefetch_key)(struct conntab *t, const struct conntab_key *k);
 	int (*remove)(struct conntab *t, struct conntab_node *n);
 	/*
 	 * @tw is @est, or claimed with the key, hash and TIME_WAIT state of

@@ -248,8 +248,6 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 		h = ct_hash_key(t, key);
 		if (t->ops->prefetch)
 			t->ops->prefetch(t, h);
-	} else if (t->ops->prefetch_key) {
-		t->ops->prefetch_key(t, key);
 	}
 	__builtin_prefetch(n, 1);
 	if (!ct_node_claim(n, t))
