@@ -4,29 +4,37 @@
  *
  * A hit costs two dependent misses (bucket, node), a third for the keys
  * that are not first in their chain (about a third of them at load 1).
- * Within a call nothing can hide the dependence, so a group of keys goes
- * through the memory hierarchy in waves, each as wide as the group:
+ * Within a group nothing can hide the dependence, so a group of up to 16
+ * keys goes through the memory hierarchy in waves, each as wide as the
+ * group:
  *
  *  1. hash every key and prefetch its bucket;
  *  2. load each bucket and prefetch the first node of its chain;
  *  3. probe each first node: a hit is an answer; otherwise prefetch its
- *     successor and keep the key for
- *  4. the lookup proper, for the keys the probe did not answer, whose
- *     nodes are now arriving.
+ *     successor;
+ *  4. probe those successors the same way, for the keys still open;
+ *  5. the lookup proper, for the few keys the probes did not answer
+ *     (third or later in their chain, absent, or moving).
  *
- * Passes 2 and 3 take no branch that depends on loaded data: a branch on
+ * Groups overlap by one wave: the next group's pass 1 runs while this
+ * group's first nodes are in flight, so its buckets are in cache when its
+ * pass 2 starts. A call of 16 keys has no next group: it pays each wave's
+ * full latency, which is what bench/floor.c's "16-key calls" measure.
+ *
+ * Passes 2 to 4 take no branch that depends on loaded data: a branch on
  * a node still in flight is mispredicted a third of the time, and the
  * flush throws away the loads issued behind it, which is the overlap the
- * pipeline exists for. So the probe compares with bitwise operations,
- * reads a dummy node in place of an empty chain, and chooses addresses
+ * pipeline exists for. So the probes compare with bitwise operations,
+ * read a dummy node in place of an empty chain, and choose addresses
  * to prefetch with conditional moves; the keys left over are collected
  * without a branch too.
  *
  * A probe hit is the answer the lookup would give: the node was read
- * from the chain under the caller's RCU read lock and holds the key (the
- * first node a lookup meets). A probe miss proves nothing (the key may be
- * further on, or moving), so the lookup proper runs, with all of its
- * backend's guarantees.
+ * from the chain under the caller's RCU read lock by following its links
+ * from the bucket, as the lookup does, and holds the key (the first node
+ * holding it that a lookup meets). A probe miss proves nothing (the key
+ * may be further on, or moving), so the lookup proper runs, with all of
+ * its backend's guarantees.
  *
  * The backend supplies the steps as static functions, and hash-ops.h the
  * hash; the pipeline is always inlined into the backend's lookup_batch of
@@ -69,24 +77,43 @@ struct ct_batch_steps {
 };
 
 /*
- * Pass 3 for one key: set *@out to @x (a node, or a nulls marker) if it
- * holds key @k of hash @h, else to NULL after prefetching its successor;
- * returns 1 if the key is left for the lookup proper. No branch on the
- * node's contents: the result is masked, not chosen.
+ * A probe of one key: set *@out to @x (a node, or a nulls marker) if it
+ * holds key @k of hash @h, else to NULL; *@next to its successor, which
+ * it prefetches; returns 1 if the key is still to be found. No branch on
+ * the node's contents: the result is masked, not chosen.
  */
 static inline __attribute__((always_inline)) unsigned int
 ct_batch_probe(struct conntab_node *x, uint32_t h, const struct conntab_key *k,
-	       struct conntab_node **out)
+	       struct conntab_node **out, struct conntab_node **next)
 {
 	bool empty = ct_is_nulls(x);
 	const struct conntab_node *z = empty ? &ct_batch_dummy : x;
-	struct conntab_node *next = ct_rcu_deref(z->ct_next);
+	/*
+	 * Consume, as the lookup's own walk: pairs with the release store
+	 * that linked the successor (ct_chain_push(), ct_chain_replace()),
+	 * so the next probe sees its key, hash and link initialised.
+	 */
+	struct conntab_node *nx = ct_rcu_deref(z->ct_next);
 	unsigned int hit = !empty & (z->ct_hash == h) &
 			   ct_key_eq_nb(&z->ct_key, k);
 
-	__builtin_prefetch(ct_is_nulls(next) ? (const void *)z : next);
+	__builtin_prefetch(ct_is_nulls(nx) ? (const void *)z : nx);
 	*out = (struct conntab_node *)((uintptr_t)x & -(uintptr_t)hit);
+	*next = nx;
 	return hit ^ 1;
+}
+
+/* Pass 1 for keys[0..m): hash each key and prefetch its bucket. */
+static inline __attribute__((always_inline)) void
+ct_batch_hash(struct conntab *t, const struct conntab_key *keys, size_t m,
+	      uint32_t *h, const struct ct_batch_steps *steps)
+{
+	size_t i;
+
+	for (i = 0; i < m; i++) {
+		h[i] = steps->hash(t, &keys[i]);
+		steps->bucket(t, h[i]);
+	}
 }
 
 static inline __attribute__((always_inline)) size_t
@@ -94,27 +121,40 @@ ct_batch_lookup(struct conntab *t, const struct conntab_key *keys,
 		struct conntab_node **out, size_t n,
 		const struct ct_batch_steps steps)
 {
-	struct conntab_node *first[CT_BATCH];
-	uint32_t h[CT_BATCH];
+	struct conntab_node *x[CT_BATCH];
+	uint32_t hbuf[2][CT_BATCH], *h;
 	uint8_t left[CT_BATCH];
-	size_t base, i, j, m, nleft, found = 0;
+	size_t base, i, j, m, mn, m2, nleft, found = 0;
+	unsigned int g = 0;
 
-	for (base = 0; base < n; base += m) {
-		m = n - base < CT_BATCH ? n - base : CT_BATCH;
-		for (i = 0; i < m; i++) {
-			h[i] = steps.hash(t, &keys[base + i]);
-			steps.bucket(t, h[i]);
-		}
+	m = n < CT_BATCH ? n : CT_BATCH;
+	ct_batch_hash(t, keys, m, hbuf[0], &steps);
+	for (base = 0; base < n; base += m, m = mn, g ^= 1) {
+		size_t nb = base + m;
+
+		h = hbuf[g];
 		for (i = 0; i < m; i++)
-			first[i] = steps.first(t, h[i]);
+			x[i] = steps.first(t, h[i]);
+		/*
+		 * The next group's pass 1 while this group's first nodes
+		 * are on their way: its buckets arrive during the probes.
+		 */
+		mn = n - nb < CT_BATCH ? n - nb : CT_BATCH;
+		ct_batch_hash(t, &keys[nb], mn, hbuf[g ^ 1], &steps);
 		for (i = 0, nleft = 0; i < m; i++) {
 			left[nleft] = (uint8_t)i;
-			nleft += ct_batch_probe(first[i], h[i],
-						&keys[base + i],
-						&out[base + i]);
+			nleft += ct_batch_probe(x[i], h[i], &keys[base + i],
+						&out[base + i], &x[i]);
 		}
 		found += m - nleft;
-		for (j = 0; j < nleft; j++) {
+		for (j = 0, m2 = 0; j < nleft; j++) {
+			i = left[j];
+			left[m2] = (uint8_t)i;
+			m2 += ct_batch_probe(x[i], h[i], &keys[base + i],
+					     &out[base + i], &x[i]);
+		}
+		found += nleft - m2;
+		for (j = 0; j < m2; j++) {
 			i = left[j];
 			out[base + i] = steps.find(t, h[i], &keys[base + i]);
 			found += out[base + i] != NULL;
