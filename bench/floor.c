@@ -8,7 +8,16 @@
  *    load: DRAM (plus TLB) latency, what a lookup that misses twice in a
  *    row cannot beat;
  *  - 16 streams: 16 independent chases interleaved, so their misses
- *    overlap: the memory-level-parallelism floor a batched lookup aims at.
+ *    overlap: the memory-level-parallelism floor a batched lookup aims at;
+ *  - 16-key calls: the same 16 chases in calls of two dependent loads
+ *    each (bucket, node), a call starting only when the previous one has
+ *    all of its answers. That is the floor of a lookup_batch() of 16 keys
+ *    when the calls do not overlap: within a call the second load waits
+ *    for the first, and the next call's first loads are not issued until
+ *    this call's last answer is in: a call of several hundred
+ *    instructions does not fit in the core's reorder window beside the
+ *    next one's start. Its ratio to 16 streams is what a 16-key call pays
+ *    for draining twice.
  */
 #include "config.h"
 
@@ -59,11 +68,51 @@ static double floor_indep(struct floor_line **start, size_t loads)
 	return (double)t0 / (double)(steps * FLOOR_STREAMS);
 }
 
-static void floor_record(const char *what, size_t n, double *v)
+static double floor_calls(struct floor_line **start, size_t loads)
+{
+	struct floor_line *p[FLOOR_STREAMS];
+	size_t i, calls = loads / (2 * FLOOR_STREAMS);
+	uintptr_t all = 0;
+	uint64_t t0;
+	int s;
+
+	for (s = 0; s < FLOOR_STREAMS; s++)
+		p[s] = start[s];
+	t0 = b_now_ns();
+	for (i = 0; i < calls; i++) {
+		/*
+		 * A call's chases start from the previous call's answers, all
+		 * of them: @all (zero, as user addresses are below 2^63, but
+		 * not known to be) makes each start depend on every answer.
+		 */
+		uintptr_t dep = all >> 63;
+
+		all = 0;
+		for (s = 0; s < FLOOR_STREAMS; s++) {
+			p[s] = (struct floor_line *)((uintptr_t)p[s] + dep);
+			__builtin_prefetch(p[s]);
+		}
+		for (s = 0; s < FLOOR_STREAMS; s++) {
+			p[s] = p[s]->next;
+			__builtin_prefetch(p[s]);
+		}
+		for (s = 0; s < FLOOR_STREAMS; s++) {
+			p[s] = p[s]->next;
+			all |= (uintptr_t)p[s];
+		}
+	}
+	t0 = b_now_ns() - t0;
+	floor_sink += all;
+	/* Per key: a key is two loads. */
+	return (double)t0 / (double)(calls * FLOOR_STREAMS);
+}
+
+static void floor_record(const char *what, const char *unit, size_t n,
+			 double *v)
 {
 	struct bench_result r = {
 		.workload = "floor", .impl = what, .n = n, .threads = 1,
-		.unit = "ns/load", .ratio_kind = R_NONE,
+		.unit = unit, .ratio_kind = R_NONE,
 	};
 
 	r.value = b_median(v, b_opts.reps, &r.min, &r.max);
@@ -75,7 +124,7 @@ void b_floor(size_t n)
 	size_t lines = n * (B_LINE + sizeof(void *)) / B_LINE, i;
 	size_t loads = lines < FLOOR_MAX_LOADS ? lines : FLOOR_MAX_LOADS;
 	struct floor_line *buf, *start[FLOOR_STREAMS];
-	double dep[64], indep[64];
+	double dep[64], indep[64], calls[64];
 	uint64_t rng = b_opts.seed ^ 0xf100f100ull;
 	uint32_t *perm;
 	unsigned int rep;
@@ -99,8 +148,10 @@ void b_floor(size_t n)
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		dep[rep] = floor_dep(start[rep % FLOOR_STREAMS], loads);
 		indep[rep] = floor_indep(start, loads);
+		calls[rep] = floor_calls(start, loads);
 	}
 	free(buf);
-	floor_record("dependent", n, dep);
-	floor_record("16-streams", n, indep);
+	floor_record("dependent", "ns/load", n, dep);
+	floor_record("16-streams", "ns/load", n, indep);
+	floor_record("16-key-calls", "ns/key", n, calls);
 }

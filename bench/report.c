@@ -98,7 +98,7 @@ static void print_table(size_t from)
 	size_t wn[64];		/* flood rows have their own table size */
 	const char *unit[64];
 	size_t ni = 0, nw = 0, i, j, x;
-	char cell[48], a[32], b[32];
+	char cell[48], a[32], b[32], c[32];
 
 	for (i = from; i < nres; i++) {
 		const struct bench_result *r = &res[i];
@@ -123,8 +123,10 @@ static void print_table(size_t from)
 		return;
 	fmt(a, sizeof(a), value_of("floor", "dependent", res[from].n, 1));
 	fmt(b, sizeof(b), value_of("floor", "16-streams", res[from].n, 1));
-	printf("\nn = %zu; floor: dependent load %s ns, 16 streams %s ns/load"
-	       "; cells: value (ratio to lfht)\n", res[from].n, a, b);
+	fmt(c, sizeof(c), value_of("floor", "16-key-calls", res[from].n, 1));
+	printf("\nn = %zu; floor: dependent load %s ns, 16 streams %s ns/load, "
+	       "16-key calls %s ns/key; cells: value (ratio to lfht)\n",
+	       res[from].n, a, b, c);
 	printf("%-18s %-2s %-9s", "workload", "t", "unit");
 	for (j = 0; j < ni; j++)
 		printf(" %16s", impls[j]);
@@ -335,6 +337,7 @@ void b_report_targets(void)
 	size_t big = 16u << 20;
 	const char *best = NULL;
 	double bestv = NAN, x;
+	char call_floor[48];
 
 	/* Nothing ran at that size (a capture replayed alone). */
 	for (i = 0; i < nres; i++)
@@ -342,6 +345,10 @@ void b_report_targets(void)
 			break;
 	if (i == nres)
 		return;
+	/* What a 16-key call of two loads per key costs at best. */
+	snprintf(call_floor, sizeof(call_floor), "(16-key calls alone: %.2f)",
+		 value_of("floor", "16-key-calls", n, 1) /
+		 value_of("floor", "16-streams", n, 1));
 	if (!b_opts.json)
 		printf("\n# targets at n=%zu, one thread, %s (ratios within "
 		       "this run)\n", n, b_opts.v6 ? "IPv6" : "IPv4");
@@ -370,7 +377,8 @@ void b_report_targets(void)
 		       value_of("floor", "dependent", n, 1), 2.0, T_LE, "");
 		target("batch16/floor-16streams", nm,
 		       value_of("batch16", nm, n, 1) /
-		       value_of("floor", "16-streams", n, 1), 2.5, T_LE, "");
+		       value_of("floor", "16-streams", n, 1), 2.5, T_LE,
+		       call_floor);
 		target("insert/lfht", nm, value_of("insert", nm, n, 1) /
 		       value_of("insert", "lfht", n, 1), 0.35, T_LE, "");
 		target("remove/lfht", nm, value_of("remove", nm, n, 1) /
