@@ -56,8 +56,7 @@ struct conntab_node *ct_trie_lookup(struct conntab *t,
 	ct_key_str(k, s);
 	p = ct_w_load(&tr->root);
 	while (p && !ct_w_leaf(p)) {
-		/* A sparse node's kids may lie in its second line. */
-		__builtin_prefetch((char *)p + CT_CACHELINE);
+		ct_t_prefetch_tail(p);
 		p = ct_t_step(ct_w_tn(p), s);
 	}
 	if (!p)
@@ -104,8 +103,8 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 				 * an offset from a null pointer is UB.
 				 */
 				__builtin_prefetch((void *)(p[i] & ~CT_T_LEAF));
-				__builtin_prefetch((void *)((p[i] & ~CT_T_LEAF) +
-							    CT_CACHELINE));
+				if (p[i] && !ct_w_leaf(p[i]))
+					ct_t_prefetch_tail(p[i]);
 				more |= p[i] && !ct_w_leaf(p[i]);
 			}
 		} while (more);

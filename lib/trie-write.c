@@ -143,6 +143,7 @@ void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa)
 			pa->end = ct_w_leaf(p) ? p : 0;
 			return;
 		}
+		ct_t_prefetch_tail(p);
 		x = ct_w_tn(p);
 		pa->x[pa->n++] = x;
 		if (x->pos > cur.pend) {
