@@ -554,7 +554,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
 		x->live++;
 	} else if (x->live < CT_T_KMAX) {
-		y = ct_k_copy(tr, x, pa->v, ins->leaf, (x->live + 1u) / 4);
+		y = ct_k_copy(tr, x, pa->v, ins->leaf, (x->live + 1u) / 8);
 		if (!y) {
 			ct_t_unreserve(ins);
 			err = -ENOMEM;
