@@ -408,36 +408,53 @@ static unsigned int ct_d_merge_items(struct ct_build *b, struct ct_taken *tk,
 }
 
 /*
- * The common halving cases, without the builder: sparse children right
- * at the end of @d's window, alone in their pair or with a sibling of the
- * same window, become one sparse node one bit wider (their values with
- * the slot's last bit on top). 1 with *out set, 0 if the case is not
- * one of these, -ENOMEM.
+ * The common halving cases, without the builder: leaves, and sparse
+ * children right at the end @E of @d's window with the same window,
+ * merging into slot pair (@c0, @c1) become one sparse node at E - 1 one
+ * bit wider (a sparse child's values with the slot's last bit on top; a
+ * leaf's value read from its key). Two leaves give the node the builder
+ * would: at E - 1, where they part, to the byte boundary within 16 bits.
+ * 1 with *out set, 0 if the case is not one of these, -ENOMEM.
  */
 static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 			   unsigned int E, uintptr_t c0, uintptr_t c1,
 			   uintptr_t *out)
 {
+	uint8_t s[CT_KEY_STR_BUF];
 	uint16_t val[CT_T_KMAX];
 	uintptr_t kid[CT_T_KMAX], c[2] = { c0, c1 };
 	struct ct_tnode *y = NULL, *z;
-	unsigned int h, i, m = 0, w = 0;
+	unsigned int h, i, m = 0, w = 0, end;
 
 	for (h = 0; h < 2; h++) {
 		if (!c[h])
 			continue;
-		if (ct_w_leaf(c[h]))
-			return 0;
+		if (ct_w_leaf(c[h])) {
+			m++;
+			continue;
+		}
 		z = ct_w_tn(c[h]);
 		if (!ct_t_isk(z) || z->pos != E || z->w >= 16 ||
-		    (w && z->w != w) || m + z->live > CT_T_KMAX)
+		    (w && z->w != w))
 			return 0;
 		w = z->w;
 		m += z->live;
 	}
+	if (m > CT_T_KMAX)
+		return 0;
+	if (!w) {		/* two leaves (the caller took one alone) */
+		end = ct_floor8(E + 15) < b->L ? ct_floor8(E + 15) : b->L;
+		w = end - E;
+	}
 	for (h = 0, m = 0; h < 2; h++) {
 		if (!c[h])
 			continue;
+		if (ct_w_leaf(c[h])) {
+			ct_key_str(&ct_w_node(c[h])->ct_key, s);
+			val[m] = (uint16_t)ct_bits(s, E - 1, w + 1);
+			kid[m++] = c[h];
+			continue;
+		}
 		z = ct_w_tn(c[h]);
 		ct_take(tk, z);
 		for (i = 0; i < z->n; i++) {

@@ -328,6 +328,16 @@ START_TEST(residue_one_percent)
 			check_bound(t, "1M random, emptying", (long)i);
 	}
 	check_bound(t, "1% left", 0);
+	/*
+	 * The root halved again and again on the way down, merging slot
+	 * pairs of leaves and sparse nodes: every survivor is still found.
+	 */
+	rcu_read_lock();
+	for (i = 0; i < BIG; i++)
+		if (ok[i])
+			REQUIRE(conntab_lookup(t, conntab_node_key(&nd[i])) ==
+				(i % 100 == 0 ? &nd[i] : NULL));
+	rcu_read_unlock();
 	for (i = 0; i < BIG; i += 100) {
 		if (!ok[i])
 			continue;
