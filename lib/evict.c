@@ -14,7 +14,7 @@
  */
 uint64_t ct_evict_random(void)
 {
-	static __thread uint64_t state;
+	static CT_TLS uint64_t state;
 	uint64_t z;
 
 	if (!state) {

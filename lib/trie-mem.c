@@ -16,7 +16,7 @@
  * a line. Updated with relaxed atomics (threads may share a shard).
  */
 static unsigned int ct_t_shard_next;
-static __thread unsigned int ct_t_shard_mine = -1u;
+static CT_TLS unsigned int ct_t_shard_mine = -1u;
 
 struct ct_trie_count *ct_t_cnt(struct ct_trie *tr)
 {
