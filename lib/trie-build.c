@@ -288,6 +288,21 @@ static int ct_build_dense(struct ct_build *b, struct ct_bitem *it,
 }
 
 /*
+ * Where a node for keys that part first at bit @d goes, below a window
+ * that ends at @q (the placement rule at the top of this file): its
+ * start, returned, and the end it may reach, *end (before what the keys'
+ * known bits allow).
+ */
+static unsigned int ct_build_place(unsigned int q, unsigned int d,
+				   unsigned int *end)
+{
+	unsigned int pos = d < ct_floor8(q + 16) ? q : d;
+
+	*end = ct_floor8(pos + 16);
+	return pos;
+}
+
+/*
  * Build the subtrie of the @n items, which agree on bits [0, q), for a
  * slot whose parent's window ends at @q (@adj: and the parent is an
  * anchored dense node).
@@ -305,8 +320,7 @@ static int ct_build_sub(struct ct_build *b, struct ct_bitem *it,
 		return 0;
 	}
 	d = ct_bitems_diff(b, it, n);
-	pos = d < ct_floor8(q + 16) ? q : d;
-	end = ct_floor8(pos + 16);
+	pos = ct_build_place(q, d, &end);
 	lim = ct_bitems_reach(b, it, n, end);
 	if (end > lim)
 		end = ct_floor8(lim) > d ? ct_floor8(lim) : lim;
@@ -333,6 +347,43 @@ int ct_build(struct ct_build *b, struct ct_bitem *it, unsigned int n,
 	if (err)
 		ct_build_abort(b);
 	return err;
+}
+
+/*
+ * What ct_build() makes of two leaves, @ka and @kb, whose key strings
+ * @sa and @sb (all @L bits known) part first at bit @d, without items:
+ * the two leaves of an insert's leaf split, which every insert into a
+ * slot holding a leaf is. A sparse node over the placed window, the
+ * entries in value order as the builder's sort leaves them.
+ */
+int ct_build_pair(struct ct_trie *tr, unsigned int L, unsigned int q,
+		  unsigned int d, const uint8_t *sa, uintptr_t ka,
+		  const uint8_t *sb, uintptr_t kb, uintptr_t *out)
+{
+	unsigned int end, pos = ct_build_place(q, d, &end);
+	uint16_t val[2];
+	uintptr_t kid[2];
+	struct ct_tnode *x;
+	bool swap;
+
+	if (end > L)
+		end = L;
+	val[0] = (uint16_t)ct_bits(sa, pos, end - pos);
+	val[1] = (uint16_t)ct_bits(sb, pos, end - pos);
+	swap = val[1] < val[0];
+	kid[swap] = ka;
+	kid[!swap] = kb;
+	if (swap) {
+		uint16_t v = val[0];
+
+		val[0] = val[1];
+		val[1] = v;
+	}
+	x = ct_k_make(tr, pos, end - pos, val, kid, 2, 0);
+	if (!x)
+		return -ENOMEM;
+	*out = (uintptr_t)x;
+	return 0;
 }
 
 /*

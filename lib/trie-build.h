@@ -39,6 +39,9 @@ unsigned int ct_bitems_open(struct ct_tnode *x, const uint8_t *base,
 int ct_build(struct ct_build *b, struct ct_bitem *it, unsigned int n,
 	     unsigned int q, bool adj, uintptr_t *out);
 void ct_build_abort(struct ct_build *b);
+int ct_build_pair(struct ct_trie *tr, unsigned int L, unsigned int q,
+		  unsigned int d, const uint8_t *sa, uintptr_t ka,
+		  const uint8_t *sb, uintptr_t kb, uintptr_t *out);
 void ct_build_keep(struct ct_build *b, struct ct_tnode *x);
 int ct_k_piece(struct ct_build *b, struct ct_tnode *x, unsigned int ov,
 	       uint32_t want, uintptr_t *out);

@@ -305,11 +305,20 @@ static bool ct_hold_anchored_end(const struct ct_thold *h, unsigned int q)
  * slot's position on; the caller holds @h and the locks of what the
  * items come from.
  */
+static void ct_t_publish(struct ct_tins *ins, const struct ct_thold *h,
+			 uintptr_t old, uintptr_t w)
+{
+	enum ct_class c0 = ct_hold_class(h, old);
+
+	ct_hold_store(h, w);
+	ct_hold_reclass(h, c0, ct_hold_class(h, w));
+	ct_t_note_fix(h, &ins->fix);
+}
+
 static int ct_t_rebuild(struct ct_tins *ins, const struct ct_thold *h,
 			uintptr_t old, struct ct_bitem *it, unsigned int n)
 {
 	struct ct_build b = { .tr = ins->tr, .L = ins->L };
-	enum ct_class c0 = ct_hold_class(h, old);
 	uintptr_t w;
 	int err;
 
@@ -317,9 +326,7 @@ static int ct_t_rebuild(struct ct_tins *ins, const struct ct_thold *h,
 		       &w);
 	if (err)
 		return err;
-	ct_hold_store(h, w);
-	ct_hold_reclass(h, c0, ct_hold_class(h, w));
-	ct_t_note_fix(h, &ins->fix);
+	ct_t_publish(ins, h, old, w);
 	return 0;
 }
 
@@ -345,18 +352,20 @@ static int ct_t_fill(struct ct_tins *ins, const struct ct_tpath *pa)
 }
 
 /*
- * The path ends at another key's leaf: the two part below the path. In
- * a sparse node that changes the kind of one of its entries (a leaf
- * becomes a node), which its class in a dense parent may depend on, so
- * the node is locked as for a change of its entries.
+ * The path ends at another key's leaf, whose string @rep parts from the
+ * new key's at bit @d: the two part below the path, in a sparse node of
+ * two (ct_build_pair()). In a sparse node that changes the kind of one
+ * of its entries (a leaf becomes a node), which its class in a dense
+ * parent may depend on, so the node is locked as for a change of its
+ * entries.
  */
-static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa)
+static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa,
+			   unsigned int d, const uint8_t *rep)
 {
 	struct ct_tnode *in = pa->at[pa->n].in;
-	struct ct_bitem it[2];
-	struct ct_build b = { .tr = ins->tr, .L = ins->L };
 	struct ct_klock kl;
 	struct ct_thold h;
+	uintptr_t w;
 	int err = 0;
 
 	if (in && ct_t_isk(in) && ct_klock(ins->tr, pa, pa->n - 1, &kl))
@@ -369,11 +378,12 @@ static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa)
 	} else if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 	} else {
-		ct_bitem_leaf(&b, &it[0], pa->end);
-		ct_bitem_leaf(&b, &it[1], ins->leaf);
-		err = ct_t_rebuild(ins, &h, pa->end, it, 2);
+		err = ct_build_pair(ins->tr, ins->L, h.at.pend, d, rep,
+				    pa->end, ins->s, ins->leaf, &w);
 		if (err)
 			ct_t_unreserve(ins);
+		else
+			ct_t_publish(ins, &h, pa->end, w);
 	}
 	if (in && ct_t_isk(in))
 		ct_kunlock(ins->tr, &kl, false, &ins->fix);
@@ -625,7 +635,7 @@ static int ct_t_insert1(struct ct_tins *ins)
 	if (pa.kmiss)
 		return ct_t_k_add(ins, &pa);
 	if (pa.end)
-		return ct_t_leaf_split(ins, &pa);
+		return ct_t_leaf_split(ins, &pa, d, rep);
 	return ct_t_fill(ins, &pa);
 }
 
