@@ -301,6 +301,7 @@ START_TEST(residue_one_percent)
 	uint8_t *ok = calloc(BIG, 1);
 	struct conntab *t = mk(0), *u = mk(0);
 	struct conntab_stats st, su;
+	struct conntab_resize_stats rs;
 	struct conntab_key k;
 	uint64_t s = 77;
 	size_t i, in = 0;
@@ -316,6 +317,14 @@ START_TEST(residue_one_percent)
 		in += ok[i];
 	}
 	check_bound(t, "1M random", 0);
+	/*
+	 * lib/trie-resize.c: growing, a dense node may halve right after an
+	 * inflation, but rarely: once for each local address's node here.
+	 */
+	conntab_resize_stats(t, &rs);
+	printf("trie: grown to %zu random keys: %zu inflations, %zu "
+	       "halvings\n", BIG, rs.splits, rs.merges);
+	ck_assert_uint_le(rs.merges, 4);
 	conntab_stats(t, &st);
 	printf("trie: %zu random IPv4 keys: %.1f bytes per entry, depth %zu "
 	       "(levels a lookup touches, the leaf included)\n", st.entries,
