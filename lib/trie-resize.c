@@ -449,7 +449,11 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		w = z->w;
 		m += z->live;
 	}
-	if (m > CT_T_KMAX)
+	/*
+	 * Fewer than two: a sparse child that an eviction's light removal
+	 * left nearly empty (lib/trie-evict.c); the builder collapses it.
+	 */
+	if (m < 2 || m > CT_T_KMAX)
 		return 0;
 	if (!w) {		/* two leaves (the caller took one alone) */
 		end = ct_floor8(E + 15) < b->L ? ct_floor8(E + 15) : b->L;
