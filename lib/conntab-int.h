@@ -26,8 +26,9 @@ struct conntab_ops;
  * Thread-local state of the library (a writer's counter shard, the
  * eviction sampler's random state): initial-exec, so that reading it is
  * one %fs-relative load instead of a __tls_get_addr() call (11
- * instructions, twice per trie remove). A few bytes in all, which the
- * static TLS surplus that glibc keeps for dlopen() always has room for.
+ * instructions, twice per trie remove). 12 bytes in all: glibc keeps a
+ * static TLS surplus for dlopen()ed libraries (hundreds of bytes) that
+ * holds them.
  */
 #define CT_TLS	__thread __attribute__((tls_model("initial-exec")))
 

@@ -351,34 +351,25 @@ int ct_build(struct ct_build *b, struct ct_bitem *it, unsigned int n,
 
 /*
  * What ct_build() makes of two leaves, @ka and @kb, whose key strings
- * @sa and @sb (all @L bits known) part first at bit @d, without items:
- * the two leaves of an insert's leaf split, which every insert into a
- * slot holding a leaf is. A sparse node over the placed window, the
- * entries in value order as the builder's sort leaves them.
+ * @sa and @sb part first at bit @d, without items: the two leaves of an
+ * insert's leaf split, which every insert into a slot holding a leaf
+ * is. A sparse node of the two over the placed window (entries are
+ * unsorted, so their order is the callers').
  */
 int ct_build_pair(struct ct_trie *tr, unsigned int L, unsigned int q,
 		  unsigned int d, const uint8_t *sa, uintptr_t ka,
 		  const uint8_t *sb, uintptr_t kb, uintptr_t *out)
 {
 	unsigned int end, pos = ct_build_place(q, d, &end);
+	uintptr_t kid[2] = { ka, kb };
 	uint16_t val[2];
-	uintptr_t kid[2];
 	struct ct_tnode *x;
-	bool swap;
 
+	/* As ct_build_sub() with leaves, whose every bit is known. */
 	if (end > L)
 		end = L;
 	val[0] = (uint16_t)ct_bits(sa, pos, end - pos);
 	val[1] = (uint16_t)ct_bits(sb, pos, end - pos);
-	swap = val[1] < val[0];
-	kid[swap] = ka;
-	kid[!swap] = kb;
-	if (swap) {
-		uint16_t v = val[0];
-
-		val[0] = val[1];
-		val[1] = v;
-	}
 	x = ct_k_make(tr, pos, end - pos, val, kid, 2, 0);
 	if (!x)
 		return -ENOMEM;

@@ -301,9 +301,10 @@ static bool ct_hold_anchored_end(const struct ct_thold *h, unsigned int q)
 }
 
 /*
- * Replace what @h holds (@old) by the subtrie of @it built from the
- * slot's position on; the caller holds @h and the locks of what the
- * items come from.
+ * Put @w, built privately, where @h held @old, and count the class
+ * change in a dense owner. The caller holds @h. ct_hold_store() is the
+ * release store that publishes everything in @w's subtree to readers,
+ * whose ct_w_load() of the slot pairs with it.
  */
 static void ct_t_publish(struct ct_tins *ins, const struct ct_thold *h,
 			 uintptr_t old, uintptr_t w)
@@ -315,6 +316,11 @@ static void ct_t_publish(struct ct_tins *ins, const struct ct_thold *h,
 	ct_t_note_fix(h, &ins->fix);
 }
 
+/*
+ * Replace what @h holds (@old) by the subtrie of @it built from the
+ * slot's position on; the caller holds @h and the locks of what the
+ * items come from.
+ */
 static int ct_t_rebuild(struct ct_tins *ins, const struct ct_thold *h,
 			uintptr_t old, struct ct_bitem *it, unsigned int n)
 {

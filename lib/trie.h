@@ -116,9 +116,10 @@ static inline struct ct_dnode *ct_d(struct ct_tnode *x)
  * node's kid array starts after its values, and the entry a lookup takes
  * is known only once the values are scanned, so without these the kid's
  * line is one more miss in a row (at 1M random keys: 6 % on a lookup,
- * 10-15 % on a batch). The four lines from @p hold 256 bytes of the
- * node, all of it up to 24 entries (ct_k_kidoff(24) + 24 * 8 = 248); the
- * kids of larger nodes past that are still fetched on demand. A dense
+ * 10-15 % on a batch). The lines of @p and these three hold at least
+ * the node's first 193 bytes (@p need not start a line): all of a node
+ * up to 18 entries (ct_k_kidoff(18) + 18 * 8 = 192); the kids of larger
+ * nodes past that are still fetched on demand. A dense
  * node's slot is far from its head: these lines are wasted there, but
  * cost no wait. Readers and the writers' descent (lib/trie-write.c)
  * both use it.
