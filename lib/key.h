@@ -91,6 +91,28 @@ static inline unsigned int ct_key_str_bits(const struct conntab_key *k)
  */
 static inline unsigned int ct_key_str(const struct conntab_key *k, uint8_t *s)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (__builtin_expect(k->family == AF_INET, 1)) {
+		/*
+		 * Two 8-byte stores from word 0 (zone, proto, family, lport,
+		 * rport in memory order) and the addresses: a third of the
+		 * instructions of byte-wise copies, and this runs once per
+		 * lookup. Only the zone changes byte order.
+		 */
+		uint64_t w = ct_key_word0(k);
+		uint64_t lo = (w & 0xffff0000u) |
+			      __builtin_bswap16((uint16_t)w) |
+			      (uint64_t)k->laddr.v4.s_addr << 32;
+		uint64_t hi = ((w >> 32) & 0xffff) |
+			      (uint64_t)k->raddr.v4.s_addr << 16 |
+			      (w & 0xffff000000000000u);
+
+		memcpy(s, &lo, 8);
+		memcpy(s + 8, &hi, 8);
+		memset(s + 16, 0, CT_KEY_STR_BUF - 16);
+		return 16;
+	}
+#endif
 	s[0] = (uint8_t)(k->zone >> 8);
 	s[1] = (uint8_t)k->zone;
 	s[2] = k->proto;

@@ -18,18 +18,6 @@
 
 #include "trie.h"
 
-int ct_k_find(struct ct_tnode *x, uint32_t v)
-{
-	unsigned int i, n = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
-	const uint16_t *val = ct_k_val(x);
-
-	/* val[i] for i < n never changes once n covers it (release). */
-	for (i = 0; i < n; i++)
-		if (val[i] == v)
-			return (int)i;
-	return -1;
-}
-
 /* The child of @x for the string @s, or 0. */
 static inline uintptr_t ct_t_step(struct ct_tnode *x, const uint8_t *s)
 {

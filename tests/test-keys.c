@@ -12,6 +12,7 @@
 
 #include "helpers.h"	/* the flavor first: conntab_create() takes it */
 #include "../lib/aes.h"
+#include "../lib/key.h"
 
 static const char *const names[] = {
 	[CONNTAB_CHAINED] = "chained",
@@ -212,6 +213,59 @@ START_TEST(key_v6_zeroes)
 }
 END_TEST
 
+/*
+ * The trie's canonical string (lib/key.h) against its definition written
+ * out byte by byte: zone big-endian, proto, family, local address and
+ * port, remote address and port, zero to the end of the buffer. The
+ * IPv4 string is built from whole words; zones and ports whose bytes
+ * differ catch a byte in the wrong place.
+ */
+static void key_str_ref(const struct conntab_key *k, uint8_t *s)
+{
+	unsigned int a = k->family == AF_INET ? 4 : 16;
+
+	memset(s, 0, CT_KEY_STR_BUF);
+	s[0] = (uint8_t)(k->zone >> 8);
+	s[1] = (uint8_t)(k->zone & 0xff);
+	s[2] = k->proto;
+	s[3] = k->family;
+	memcpy(s + 4, &k->laddr, a);
+	memcpy(s + 4 + a, &k->lport, 2);
+	memcpy(s + 6 + a, &k->raddr, a);
+	memcpy(s + 6 + 2 * a, &k->rport, 2);
+}
+
+START_TEST(key_string)
+{
+	uint8_t got[CT_KEY_STR_BUF], want[CT_KEY_STR_BUF];
+	struct conntab_key k;
+	struct in6_addr l, r;
+	unsigned int i, j, len;
+
+	srandom(13);
+	for (i = 0; i < 2000; i++) {
+		for (j = 0; j < 16; j++) {
+			l.s6_addr[j] = (uint8_t)random();
+			r.s6_addr[j] = (uint8_t)random();
+		}
+		if (i & 1)
+			conntab_key_v6(&k, IPPROTO_UDP, &l, (uint16_t)random(),
+				       &r, (uint16_t)random());
+		else
+			conntab_key_v4(&k, IPPROTO_TCP, (uint32_t)random(),
+				       (uint16_t)random(), (uint32_t)random(),
+				       (uint16_t)random());
+		k.zone = (uint16_t)random();
+		memset(got, 0xa5, sizeof(got));
+		len = ct_key_str(&k, got);
+		key_str_ref(&k, want);
+		ck_assert_uint_eq(len, i & 1 ? CT_KEY_STR_MAX : 16);
+		ck_assert_uint_eq(ct_key_str_bits(&k), len * 8);
+		ck_assert_mem_eq(got, want, CT_KEY_STR_BUF);
+	}
+}
+END_TEST
+
 START_TEST(key_from_sockaddr)
 {
 	struct sockaddr_in l4 = { .sin_family = AF_INET }, r4 = l4;
@@ -363,6 +417,7 @@ int main(void)
 	tcase_add_test(tc, aes_cipher);
 	tcase_add_test(tc, key_v4_zeroes);
 	tcase_add_test(tc, key_v6_zeroes);
+	tcase_add_test(tc, key_string);
 	tcase_add_test(tc, key_from_sockaddr);
 	tcase_add_test(tc, key_format);
 	tcase_add_test(tc, key_format_truncates);
