@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/trie.h"
+
 /* lib/trie.c: at most L / 4 internal nodes on a path of an L-bit string. */
 #define V4_BITS		128
 #define V6_BITS		320
@@ -704,6 +706,52 @@ START_TEST(concurrent_no_miss)
 END_TEST
 
 /* Duplicate keys, recycle, time-wait in place, max_entries on the trie. */
+/*
+ * ct_k_find() (lib/trie.h) on nodes of every capacity and count, each
+ * allocated to its exact size (ASan: no load leaves the node): every
+ * value in val[0, n) is found at its index, and a value that fills
+ * everything past n (the slots a writer may be filling, the kid array,
+ * the padding) is not, nor is one absent altogether.
+ */
+START_TEST(sparse_find)
+{
+	unsigned int cap, n, i, j;
+	const uint16_t ghost = 0x5a5a, absent = 0x7777;
+
+	for (cap = 1; cap <= CT_T_KMAX; cap++) {
+		size_t sz = ct_k_kidoff(cap) + cap * sizeof(uintptr_t);
+
+		for (n = 0; n <= cap; n++) {
+			struct ct_tnode *x = malloc(sz);
+			uint16_t *val;
+
+			ck_assert_ptr_nonnull(x);
+			for (i = 0; i < sz / 2; i++)
+				((uint16_t *)(void *)x)[i] = ghost;
+			memset(x, 0, sizeof(*x));
+			x->kind = CT_T_K;
+			x->cap = (uint8_t)cap;
+			x->n = (uint8_t)n;
+			val = ct_k_val(x);
+			for (i = 0; i < n; i++)
+				val[i] = (uint16_t)(1000 + 37 * ((i + cap) % n));
+			for (i = 0; i < n; i++)
+				ck_assert_int_eq(ct_k_find(x, val[i]), (int)i);
+			ck_assert_int_eq(ct_k_find(x, ghost), -1);
+			ck_assert_int_eq(ct_k_find(x, absent), -1);
+			for (j = 0; j < n; j++) {	/* a ghost inside n is found */
+				uint16_t keep = val[j];
+
+				val[j] = ghost;
+				ck_assert_int_eq(ct_k_find(x, ghost), (int)j);
+				val[j] = keep;
+			}
+			free(x);
+		}
+	}
+}
+END_TEST
+
 START_TEST(trie_basics)
 {
 	struct conntab_config cfg = { .backend = CONNTAB_TRIE,
@@ -896,6 +944,7 @@ static Suite *trie_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, trie_basics);
+	tcase_add_test(tc, sparse_find);
 #ifdef HAVE_MALLOC_FAIL
 	tcase_add_test(tc, trie_nomem);
 	tcase_add_test(tc, trie_malformed_after_nomem);
