@@ -95,9 +95,10 @@ static inline unsigned int ct_key_str(const struct conntab_key *k, uint8_t *s)
 	if (__builtin_expect(k->family == AF_INET, 1)) {
 		/*
 		 * Two 8-byte stores from word 0 (zone, proto, family, lport,
-		 * rport in memory order) and the addresses: a third of the
-		 * instructions of byte-wise copies, and this runs once per
-		 * lookup. Only the zone changes byte order.
+		 * rport in memory order) and the addresses, instead of six
+		 * byte-wise copies: this runs once per lookup. Only the zone
+		 * changes byte order (tests/test-keys checks the result
+		 * against the byte-wise definition).
 		 */
 		uint64_t w = ct_key_word0(k);
 		uint64_t lo = (w & 0xffff0000u) |

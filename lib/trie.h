@@ -94,10 +94,10 @@ static inline size_t ct_k_kidoff(unsigned int cap)
  * value occurs there at most once.
  *
  * With SSE2 (every x86-64) the first 16 values are compared at once,
- * without a branch on n: the scan was a quarter of a lookup's
- * instructions at 1M keys, and nodes there hold about 8 entries, so a
- * branch on "more than 8" was mispredicted on a third of the lookups
- * (callgrind --branch-sim), each a lost overlap with the next lookup.
+ * without a branch on n: at 256K random keys nodes hold about 8
+ * entries, and the scalar loop's exit was mispredicted about twice a
+ * lookup (callgrind --branch-sim: 2.01 a lookup before, 0.017 after;
+ * the lookup's time did not move measurably, doc/performance.md).
  * Nodes of more than 16 entries take a loop for the rest. Every vector
  * load stays inside the node: val[0, 8), val[8, 16) only when cap > 8
  * (else val[0, 8) again, its bits masked off: an address chosen without
