@@ -254,18 +254,27 @@ static int ct_build_dense(struct ct_build *b, struct ct_bitem *it,
 	unsigned int i, lim, end, w, g;
 	struct ct_tnode *x;
 	int err;
-	bool anchored = !(d & 7) && !(adj && d == q);
+	bool anchored = !(d & 7) && !(adj && d == q), hinted;
 
-	end = anchored ? d + 16 : ct_floor8(d) + 8;
+	hinted = anchored && b->minw && !b->made;
+	end = anchored ? d + (hinted && b->minw > 16 ? b->minw : 16) :
+			 ct_floor8(d) + 8;
 	lim = ct_bitems_reach(b, it, n, end);
 	if (end > lim)
 		end = lim;
 	g = ct_bitems_group(it, n, d, end);
 	if (anchored) {
 		w = ct_bitems_width(it, n, end - d, end - d);
+		hinted = hinted && b->minw > w;
+		if (hinted)
+			w = b->minw < end - d ? b->minw : end - d;
 		for (i = 0; i < n; i++)
 			it[i].v >>= end - d - w;
 		x = ct_d_alloc(b->tr, d, w, false);
+		if (x && hinted) {
+			ct_t_mark(x, CT_T_HINTED);
+			b->minw = 0;
+		}
 	} else if (g <= CT_T_KMAX) {
 		w = end - d;
 		x = ct_k_alloc(b->tr, ct_k_capfor(g), d, w);

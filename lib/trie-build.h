@@ -25,6 +25,11 @@ struct ct_build {
 	struct ct_trie *tr;
 	unsigned int L;			/* bits of the keys' strings */
 	struct ct_tnode *made;
+	/*
+	 * In: the width the top node, if anchored dense, is built to at
+	 * least (the sizing hint); set to 0 once it was.
+	 */
+	unsigned int minw;
 };
 
 void ct_bitem_leaf(struct ct_build *b, struct ct_bitem *it, uintptr_t kid);

@@ -105,6 +105,20 @@ enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
 	return y->live <= CT_T_KLIGHT ? CT_C_LIGHT : CT_C_NORMAL;
 }
 
+/*
+ * More than 13/16 of anchored @d's slots are empty or light: halving
+ * would lose little (ct_d_wants_halve()).
+ */
+static bool ct_d_sparse_counts(const struct ct_tnode *d)
+{
+	const struct ct_dnode *x = (const struct ct_dnode *)d;
+	uint32_t slots = 1u << d->w;
+	uint32_t used = __atomic_load_n(&x->used, __ATOMIC_RELAXED);
+	uint32_t light = __atomic_load_n(&x->light, __ATOMIC_RELAXED);
+
+	return 16 * (slots - used + light) >= 13 * slots;
+}
+
 /* Writers holding a slot of @d: its class @c gains @delta slots. */
 void ct_d_count(struct ct_tnode *d, enum ct_class c, int delta)
 {
@@ -121,6 +135,16 @@ void ct_d_count(struct ct_tnode *d, enum ct_class c, int delta)
 		__atomic_add_fetch(&x->light, (uint32_t)delta, __ATOMIC_RELAXED);
 	if (c == CT_C_SHARED)
 		__atomic_add_fetch(&x->shared, (uint32_t)delta,
+				   __ATOMIC_RELAXED);
+	/*
+	 * A node built to the sizing hint is kept from halving until its
+	 * counts stop asking for it; from then on they decide. Writers
+	 * holding different slots may clear the flag together; the other
+	 * flags change only with every slot held, which excludes them.
+	 */
+	if (__builtin_expect(ct_t_kind(d) & CT_T_HINTED, 0) &&
+	    !ct_d_sparse_counts(d))
+		__atomic_and_fetch(&d->kind, (uint8_t)~CT_T_HINTED,
 				   __ATOMIC_RELAXED);
 }
 
@@ -154,12 +178,7 @@ static bool ct_d_wants_inflate(const struct ct_tnode *d)
 
 static bool ct_d_wants_halve(const struct ct_tnode *d)
 {
-	const struct ct_dnode *x = (const struct ct_dnode *)d;
-	uint32_t slots = 1u << d->w;
-	uint32_t used = __atomic_load_n(&x->used, __ATOMIC_RELAXED);
-	uint32_t light = __atomic_load_n(&x->light, __ATOMIC_RELAXED);
-
-	return 16 * (slots - used + light) >= 13 * slots;
+	return !(ct_t_kind(d) & CT_T_HINTED) && ct_d_sparse_counts(d);
 }
 
 bool ct_d_wants_resize(const struct ct_tnode *d)

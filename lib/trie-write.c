@@ -582,12 +582,22 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 		/* Full: the entries and the key, from the slot's bit on. */
 		n = ct_bitems_open(x, ins->s, it);
 		ct_bitem_leaf(&b, &it[n++], ins->leaf);
+		/*
+		 * A root that bursts may be built to the sizing hint, once
+		 * a table: tr->hint_w is read and cleared under root_lock,
+		 * which owns the root word (kl.h).
+		 */
+		if (!kl.h.at.in)
+			b.minw = tr->hint_w;
 		err = ct_build(&b, it, n, kl.h.at.pend,
 			       ct_hold_anchored_end(&kl.h, kl.h.at.pend), &w);
-		if (err)
+		if (err) {
 			ct_t_unreserve(ins);
-		else
+		} else {
 			ct_hold_store(&kl.h, w);
+			if (!kl.h.at.in && tr->hint_w && !b.minw)
+				tr->hint_w = 0;
+		}
 		gone = !err;
 	}
 	if (gone)

@@ -47,6 +47,20 @@
  *    finds no memory for that leaves it as it was (a removal never
  *    fails) and the next writer there tries again; an eviction reshapes
  *    the victim's node once its newcomer is in (lib/trie-evict.c).
+ *  - The sizing hint. With conntab_config::expected = E > 2^11, the
+ *    first time the root bursts it becomes a dense node 2^w slots wide,
+ *    w = ceil(log2 E) - 3 up to CT_T_HINT_MAX (about 8 keys a slot at
+ *    E, as a root grown to E has), instead of one that doubles as keys
+ *    come: each doubling rebuilds the children at its old end, and growing
+ *    to 256K random keys that was a third of the inserts' instructions.
+ *    The node is marked (CT_T_HINTED) and does not halve until its counts
+ *    stop asking for it (lib/trie-resize.c); from then on they decide,
+ *    as for any node. So the bound above holds plus one dense node of
+ *    8 * 2^w + 80 bytes at most, once a table: with one child left it
+ *    still collapses, and the hint is not used again. It helps where the
+ *    root's keys part first (one local endpoint and many remote ones,
+ *    or random keys); a root over a few local addresses never bursts,
+ *    and its subtrees grow by doubling as without it.
  *
  * Concurrency. Readers (RCU read lock held) load each child word once
  * (ct_w_load: consume, pairing with the release store that published it)
@@ -81,14 +95,20 @@ static struct conntab *trie_create(const struct conntab *tmpl,
 				   const struct conntab_config *cfg)
 {
 	struct ct_trie *tr = aligned_alloc(CT_CACHELINE, sizeof(*tr));
+	unsigned int lg = 0;
 
-	(void)cfg;
 	if (!tr) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	memset(tr, 0, sizeof(*tr));
 	tr->base = *tmpl;
+	while (lg < 8 * sizeof(size_t) - 1 && ((size_t)1 << lg) < cfg->expected)
+		lg++;
+	/* About 8 keys a slot, as a root grown to that size has. */
+	if (lg >= CT_T_HINT_MIN + 3)
+		tr->hint_w = (uint8_t)(lg - 3 < CT_T_HINT_MAX ? lg - 3 :
+						 CT_T_HINT_MAX);
 	return &tr->base;
 }
 

@@ -38,6 +38,16 @@ static inline unsigned int ct_d_slow(unsigned int w)
 
 	return e > CT_T_KMAX / 2 ? e : CT_T_KMAX / 2;
 }
+/*
+ * The sizing hint (conntab_config::expected = E) builds the first dense
+ * root 2^w wide, w = ceil(log2 E) - 3 within [CT_T_HINT_MIN,
+ * CT_T_HINT_MAX], instead of growing it by doubling: lib/trie.c, "The
+ * sizing hint". The burst that builds it clears 2^w slots and counts
+ * them under the root's lock: 8 MiB and 1M slots at most (8M keys);
+ * wider comes by inflating, one node's worth of work at a time.
+ */
+#define CT_T_HINT_MIN	9
+#define CT_T_HINT_MAX	20
 /* Longest path: two internal nodes per byte of the string, and the leaf. */
 #define CT_T_DEPTH	(2 * CT_KEY_STR_MAX + 1)
 
@@ -54,6 +64,8 @@ static inline unsigned int ct_d_slow(unsigned int w)
 #define CT_T_D		0x02	/* dense: 2^w slots */
 #define CT_T_SHORT	0x04	/* dense, ends on a byte boundary, w <= 8 */
 #define CT_T_BLOCKED	0x08	/* dense: inflating would share a dense child */
+#define CT_T_HINTED	0x10	/* dense: built to the sizing hint, no halving
+				   before half its slots are used */
 #define CT_T_DEAD	0x80	/* replaced: writers that lock it retry */
 
 /*
@@ -360,6 +372,11 @@ struct ct_trie {
 	struct conntab base;
 	uintptr_t root;			/* the top child word */
 	uint32_t root_lock;		/* owns the root word */
+	/*
+	 * Width of the first dense node built at the root, from
+	 * conntab_config::expected (0: none, or used; under root_lock).
+	 */
+	uint8_t hint_w;
 	/*
 	 * Retired nodes wait on @retired (a lock-free stack) and go to
 	 * call_rcu in batches; conntab_stats() walks the trie without the

@@ -374,6 +374,122 @@ START_TEST(residue_one_percent)
 END_TEST
 
 /*
+ * The sizing hint (lib/trie.c): a table created with expected = 2^16
+ * builds its root's first dense node 2^13 slots wide when the root
+ * bursts, and grows to 2^16 random remote endpoints of one local one
+ * without a single inflation or halving, where a table without the hint
+ * inflates its root on the way. The node does not halve while its slots
+ * are few and light, so until then the bound holds plus that one node;
+ * once grown it halves as any other on the way down, a node with one
+ * child left collapses, and the hint serves once.
+ */
+#define HINT_E		((size_t)1 << 16)
+#define HINT_W		13		/* log2(HINT_E) - 3 */
+/* lib/trie-mem.c: a dense node of 2^w slots, its rcu_head and head. */
+#define DENSE_BYTES(w)	(((size_t)8 << (w)) + 80)
+
+static void key_remote(struct conntab_key *k, uint64_t r)
+{
+	key_v4(k, (uint32_t)r, (uint16_t)(r >> 32));
+}
+
+static void check_hinted(struct conntab *t, const char *what, size_t n)
+{
+	struct conntab_stats st;
+
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, n);
+	ck_assert_msg(st.memory >= m0 + ((size_t)8 << HINT_W) &&
+		      st.memory <= m0 + BOUND_PER_ENTRY * n +
+				   DENSE_BYTES(HINT_W) &&
+		      st.buckets <= n - 1,
+		      "%s: %zu entries, %zu internal nodes, %zu bytes: not "
+		      "the hinted node within the bound", what, n, st.buckets,
+		      st.memory);
+}
+
+START_TEST(sizing_hint)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE,
+				      .expected = HINT_E };
+	struct conntab_node *nd = calloc(HINT_E, sizeof(*nd));
+	struct conntab_node *nu = calloc(HINT_E, sizeof(*nu));
+	struct conntab *t = conntab_create(&cfg), *u = mk(0);
+	struct conntab_resize_stats rs, ru;
+	struct conntab_key k;
+	uint64_t s = 91;
+	size_t i;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(nd);
+	ck_assert_ptr_nonnull(nu);
+	for (i = 0; i < HINT_E; i++) {
+		/* Distinct: the remote port is i, the address random. */
+		key_v4(&k, (uint32_t)rnd(&s), (uint16_t)i);
+		conntab_node_init(&nd[i]);
+		conntab_node_init(&nu[i]);
+		REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+		REQUIRE(conntab_insert(u, &nu[i], &k) == 0);
+		if (i + 1 == 40)
+			check_hinted(t, "40 keys in", 40);
+	}
+	conntab_resize_stats(t, &rs);
+	conntab_resize_stats(u, &ru);
+	printf("trie: %zu keys of one local endpoint: %zu inflations, %zu "
+	       "halvings with expected = %zu; %zu and %zu without\n", HINT_E,
+	       rs.splits, rs.merges, HINT_E, ru.splits, ru.merges);
+	ck_assert_uint_eq(rs.splits, 0);
+	ck_assert_uint_eq(rs.merges, 0);
+	ck_assert_uint_gt(ru.splits, 0);
+	check_bound(t, "hinted, grown", 0);
+	rcu_read_lock();
+	for (i = 0; i < HINT_E; i++)
+		REQUIRE(conntab_lookup(t, conntab_node_key(&nd[i])) == &nd[i]);
+	rcu_read_unlock();
+	/* Grown, it is an ordinary node: down to 1% it halves. */
+	for (i = 0; i < HINT_E; i++)
+		if (i % 100)
+			REQUIRE(conntab_remove(t, &nd[i]) == 0);
+	check_bound(t, "hinted, 1% left", 0);
+	conntab_resize_stats(t, &rs);
+	ck_assert_uint_gt(rs.merges, 0);
+	for (i = 0; i < HINT_E; i += 100)
+		REQUIRE(conntab_remove(t, &nd[i]) == 0);
+	check_emptied(t, "hinted");
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+
+	/* Never grown: the node stays while it has two children. */
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	for (i = 0; i < 40; i++) {
+		key_remote(&k, rnd(&s));
+		conntab_node_init(&nd[i]);
+		REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+	}
+	check_hinted(t, "40 keys in, fresh", 40);
+	for (i = 0; i < 38; i++)
+		REQUIRE(conntab_remove(t, &nd[i]) == 0);
+	check_hinted(t, "2 keys left", 2);
+	REQUIRE(conntab_remove(t, &nd[38]) == 0);
+	check_bound(t, "1 key left", 0);
+	REQUIRE(conntab_remove(t, &nd[39]) == 0);
+	check_emptied(t, "hinted, never grown");
+	/* Used once: the root bursts by its load now. */
+	for (i = 0; i < 40; i++) {
+		key_remote(&k, rnd(&s));
+		conntab_node_init(&nd[i]);
+		REQUIRE(conntab_insert(t, &nd[i], &k) == 0);
+	}
+	check_bound(t, "40 keys in again", 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+	free(nu);
+}
+END_TEST
+
+/*
  * conntab_stats() in a loop beside two writers that fill and empty their
  * own key ranges (the trie grows and shrinks under it). Stats sum per
  * thread counters with no snapshot, but each sum stays within what some
@@ -506,6 +622,7 @@ static Suite *bound_suite(void)
 	tcase_add_test(tc, churn_v6_shared_120);
 	tcase_add_test(tc, churn_zone_proto);
 	tcase_add_test(tc, residue_one_percent);
+	tcase_add_test(tc, sizing_hint);
 	tcase_add_test(tc, stats_beside_writers);
 	suite_add_tcase(s, tc);
 	return s;

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -664,24 +665,40 @@ static void *writer(void *arg)
 START_TEST(concurrent_no_miss)
 {
 	pthread_t rd[2], wr[2];
+	struct conntab_resize_stats rs;
 	struct conntab_stats st;
 	uint64_t s = 3;
 	size_t i;
 
-	/* Stable and churn keys interleave in the same few subtrees. */
+	/*
+	 * Stable and churn keys interleave in the same few subtrees; for
+	 * the sizing hint, over 256 values of the third address byte, where
+	 * the root then bursts.
+	 */
 	for (i = 0; i < STABLE + 2 * CHURN; i++) {
 		uint64_t r = rnd(&s);
 
 		conntab_key_v4(&conc_keys[i], IPPROTO_TCP, ip4(10, 0, 0, 1),
 			       htons(443),
-			       ip4(198, 51, (r >> 8) & 0x3, r & 0xff),
+			       ip4(198, 51, (r >> 8) & (_i ? 0xff : 0x3),
+				   r & 0xff),
 			       htons((uint16_t)(i * 2 + (i >= STABLE))));
 	}
-	ct_conc = mk(CONNTAB_TRIE, 0);
+	/*
+	 * _i = 1: the root bursts into a node built to the sizing hint
+	 * (lib/trie.c), which the writers then change under the readers.
+	 */
+	ct_conc = mk(CONNTAB_TRIE, _i ? (size_t)1 << 14 : 0);
 	for (i = 0; i < STABLE; i++) {
 		conntab_node_init(&conc_stable[i].node);
 		REQUIRE(conntab_insert(ct_conc, &conc_stable[i].node,
 				       &conc_keys[i]) == 0);
+	}
+	if (_i) {
+		/* Its width, log2(2^14) - 3 bits: not what the load made. */
+		conntab_resize_stats(ct_conc, &rs);
+		ck_assert_uint_eq(rs.dir_slots, (size_t)1 << 11);
+		ck_assert_uint_eq(rs.splits + rs.merges, 0);
 	}
 	conc_stop = 0;
 	conc_misses = 0;
@@ -696,6 +713,10 @@ START_TEST(concurrent_no_miss)
 	for (i = 0; i < 2; i++)
 		pthread_join(rd[i], NULL);
 	ck_assert_int_eq(conc_misses, 0);
+	conntab_resize_stats(ct_conc, &rs);
+	printf("trie: readers beside writers%s: %zu inflations, %zu "
+	       "halvings, no miss\n", _i ? " (sizing hint)" : "", rs.splits,
+	       rs.merges);
 	conntab_stats(ct_conc, &st);
 	ck_assert_uint_eq(st.entries, STABLE);
 	ck_assert_uint_eq(st.timewait, 0);
@@ -957,7 +978,7 @@ static Suite *trie_suite(void)
 	tcase_add_test(tc, adv_mixed);
 	tcase_add_test(tc, walk_in_key_order);
 	tcase_add_test(tc, prefix_every_backend);
-	tcase_add_test(tc, concurrent_no_miss);
+	tcase_add_loop_test(tc, concurrent_no_miss, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

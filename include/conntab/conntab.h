@@ -132,7 +132,9 @@ struct conntab_node {
 /** Table parameters for conntab_create(). Zero-initialise, then set. */
 struct conntab_config {
 	enum conntab_backend backend;	/**< implementation */
-	size_t expected;	/**< sizing hint: expected number of entries (0 = small) */
+	size_t expected;	/**< sizing hint: expected number of entries (0 = small);
+				     the hash backends size their arrays from it, the
+				     trie the first wide node of its root */
 	size_t max_entries;	/**< hard cap, 0 = none; beyond it insert fails -ENOSPC */
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
