@@ -23,7 +23,8 @@
  * otherwise keeps one out-of-line copy, and its call, saves and restores
  * cost a lookup ten instructions of its ~155 (callgrind, 256K keys).
  */
-static inline __attribute__((always_inline)) uintptr_t ct_t_step(struct ct_tnode *x, const uint8_t *s)
+static inline __attribute__((always_inline)) uintptr_t
+ct_t_step(struct ct_tnode *x, const uint8_t *s)
 {
 	uint32_t c = ct_bits(s, x->pos, x->w);
 	int i;

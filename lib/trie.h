@@ -65,7 +65,7 @@ static inline unsigned int ct_d_slow(unsigned int w)
 #define CT_T_SHORT	0x04	/* dense, ends on a byte boundary, w <= 8 */
 #define CT_T_BLOCKED	0x08	/* dense: inflating would share a dense child */
 #define CT_T_HINTED	0x10	/* dense: built to the sizing hint, no halving
-				   before half its slots are used */
+				   until its counts stop asking for it */
 #define CT_T_DEAD	0x80	/* replaced: writers that lock it retry */
 
 /*
