@@ -49,6 +49,7 @@
  * O(2^w) for a node of 2^w slots, and no other node's locks but those of
  * the children it absorbs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,45 @@ void ct_d_recount(struct ct_tnode *d)
 		ct_d_count(d, ct_d_class(d, i, ct_d(d)->kid[i] & ~CT_T_LOCKED),
 			   1);
 }
+
+#ifdef CT_DEBUG
+/*
+ * Debug builds, at destroy (no writer left): the counts that writers kept
+ * as they went are the ones a recount finds: a sparse node's live
+ * entries, a dense node's classes. Writers skip the class bookkeeping
+ * when a change keeps a child's class (lib/trie-write.c's fast paths);
+ * this is where a wrong skip would show, in every test that destroys a
+ * trie.
+ */
+void ct_t_check(struct ct_tnode *y)
+{
+	struct ct_dnode *x = ct_d(y);
+	uint32_t kept[4], i, live = 0;
+
+	if (ct_t_isk(y)) {
+		for (i = 0; i < y->n; i++)
+			live += ct_k_kid(y)[i] != 0;
+		if (live == y->live)
+			return;
+		fprintf(stderr, "conntab: trie node at %u/%u counted %u live "
+			"entries, holds %u\n", y->pos, y->w, y->live, live);
+		abort();
+	}
+	kept[0] = x->used;
+	kept[1] = x->heavy;
+	kept[2] = x->light;
+	kept[3] = x->shared;
+	ct_d_recount(y);
+	if (kept[0] == x->used && kept[1] == x->heavy &&
+	    kept[2] == x->light && kept[3] == x->shared)
+		return;
+	fprintf(stderr, "conntab: trie node at %u/%u counted used %u heavy %u "
+		"light %u shared %u, holds %u %u %u %u\n", y->pos, y->w,
+		kept[0], kept[1], kept[2], kept[3], x->used, x->heavy,
+		x->light, x->shared);
+	abort();
+}
+#endif
 
 /* Bits of the keys below @d: IPv4 strings end at 128. */
 static unsigned int ct_d_lmax(const struct ct_tnode *d)

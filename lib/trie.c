@@ -132,6 +132,9 @@ static void ct_destroy_sub(struct ct_trie *tr, uintptr_t p,
 		return;
 	}
 	x = ct_w_tn(p);
+#ifdef CT_DEBUG
+	ct_t_check(x);
+#endif
 	if (ct_t_isk(x)) {
 		for (i = 0; i < x->n; i++)
 			ct_destroy_sub(tr, ct_k_kid(x)[i], release);

@@ -492,6 +492,9 @@ enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
 			 uintptr_t child);
 void ct_d_count(struct ct_tnode *d, enum ct_class c, int delta);
 void ct_d_recount(struct ct_tnode *d);
+#ifdef CT_DEBUG
+void ct_t_check(struct ct_tnode *y);
+#endif
 bool ct_d_wants_resize(const struct ct_tnode *d);
 
 /* lib/trie-write.c: the writers. */
