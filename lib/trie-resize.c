@@ -693,7 +693,7 @@ static int ct_d_resize(struct ct_trie *tr, const struct ct_tpath *pa,
  * A writer changed the counts of a dense node on the path of @s, which
  * now wants reshaping: find it again and do it; then whatever that made
  * want it (the new node, or its parent), deepest first. Without memory a
- * node stays as it is until a later writer tries again.
+ * node stays as it is until a later writer changes its counts.
  */
 void ct_t_fix(struct ct_trie *tr, const uint8_t *s)
 {

@@ -798,6 +798,133 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 }
 
 /*
+ * The writers' fast paths. Most changes are one entry of an unshared
+ * sparse node x in a dense node's slot: x is not replaced, so only the
+ * entry changes, and x's class in the parent (counted under the slot's
+ * lock) when it crosses a threshold. They descend as readers do, without
+ * recording a path, and take the locks the general path takes (the slot,
+ * then x's own, lib/trie-path.h); anything else goes to the general path,
+ * with nothing changed.
+ */
+struct ct_tfast {
+	struct ct_tnode *d, *x;	/* x is in d's slot di, *slot */
+	uintptr_t *slot;
+	uint32_t di;
+	int ki;			/* x's entry for the key's value, or -1 */
+	uintptr_t kid;		/* what that entry holds */
+};
+
+static bool ct_t_fast_find(struct ct_trie *tr, const uint8_t *s,
+			   struct ct_tfast *f)
+{
+	uintptr_t *slot = &tr->root, p;
+	struct ct_tnode *in = NULL, *x;
+	unsigned int k;
+	uint32_t c, di = 0;
+
+	for (k = 0; k < CT_T_DEPTH; k++) {
+		p = ct_w_load(slot);
+		if (!p || ct_w_leaf(p))
+			return false;
+		if (in)
+			ct_t_prefetch_tail(p);
+		x = ct_w_tn(p);
+		c = ct_bits(s, x->pos, x->w);
+		if (!ct_t_isk(x)) {
+			in = x;
+			di = c;
+			slot = &ct_d(x)->kid[c];
+			continue;
+		}
+		f->ki = ct_k_find(x, c);
+		f->kid = f->ki < 0 ? 0 : ct_w_load(&ct_k_kid(x)[f->ki]);
+		if (f->kid && !ct_w_leaf(f->kid)) {
+			in = x;
+			slot = &ct_k_kid(x)[f->ki];
+			continue;
+		}
+		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
+			return false;
+		*f = (struct ct_tfast){ in, x, slot, di, f->ki, f->kid };
+		return true;
+	}
+	return false;
+}
+
+/* Lock x's place and x, as ct_klock() does; false if x has moved. */
+static bool ct_t_fast_lock(const struct ct_tfast *f)
+{
+	ct_t_slot_lock(f->slot);
+	if (ct_t_dead(f->d) ||
+	    (__atomic_load_n(f->slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED) !=
+	    (uintptr_t)f->x) {
+		ct_t_slot_unlock(f->slot);
+		return false;
+	}
+	ct_t_lock8(&f->x->lock);
+	return true;
+}
+
+/*
+ * x's class was @c0 before a change of its entries: count the new one.
+ * Only then can the parent come to want reshaping (its counts are all it
+ * looks at), so a change that keeps the class leaves the check out.
+ */
+static void ct_t_fast_unlock(const struct ct_tfast *f, enum ct_class c0,
+			     bool *fix)
+{
+	enum ct_class c1 = ct_d_class(f->d, f->di, (uintptr_t)f->x);
+
+	if (c1 != c0) {
+		ct_d_count(f->d, c0, -1);
+		ct_d_count(f->d, c1, 1);
+		*fix = ct_d_wants_resize(f->d);
+	}
+	ct_t_unlock8(&f->x->lock);
+	ct_t_slot_unlock(f->slot);
+}
+
+/*
+ * Remove @leaf, an entry of such an x, where ct_k_shrink() would then
+ * leave x as it is (two entries or more, above a quarter of its
+ * capacity). True if done.
+ */
+static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
+			     const uint8_t *s, bool *fix)
+{
+	struct ct_tfast f;
+	struct ct_tnode *x;
+	unsigned int live;
+	enum ct_class c0;
+
+	if (!ct_t_fast_find(tr, s, &f) || f.kid != leaf || !ct_t_fast_lock(&f))
+		return false;
+	x = f.x;
+	live = x->live;
+	if (ct_k_kid(x)[f.ki] != leaf || live < 3 ||
+	    (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
+		ct_t_unlock8(&x->lock);
+		ct_t_slot_unlock(f.slot);
+		return false;
+	}
+	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
+	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
+	x->live--;
+	ct_t_fast_unlock(&f, c0, fix);
+	return true;
+}
+
+/* @n is out of the table: count it out (not its reservation if @light). */
+static void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
+			 bool light)
+{
+	ct_node_release(n);
+	ct_t_count(tr, -1, n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0);
+	if (!light)
+		ct_unreserve(&tr->base);
+}
+
+/*
  * @light: an eviction's removal (above); the reservation then stays with
  * the caller, for the newcomer.
  */
@@ -810,6 +937,10 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	struct ct_tnode *in;
 	int err = 0;
 
+	if (!light && ct_t_remove_fast(tr, leaf, s, fix)) {
+		ct_t_removed(tr, n, light);
+		return 0;
+	}
 	ct_t_descend(tr, s, &pa);
 	if (pa.kmiss || pa.end != leaf)
 		return -ENOENT;
@@ -828,12 +959,8 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		}
 		ct_hold_unlock(tr, &h);
 	}
-	if (!err) {
-		ct_node_release(n);
-		ct_t_count(tr, -1, n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0);
-		if (!light)
-			ct_unreserve(&tr->base);
-	}
+	if (!err)
+		ct_t_removed(tr, n, light);
 	return err;
 }
 

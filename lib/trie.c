@@ -45,8 +45,10 @@
  *    checks both after each phase of adversarial churn). The bound holds
  *    once the writers that emptied a node have reshaped it; one that
  *    finds no memory for that leaves it as it was (a removal never
- *    fails) and the next writer there tries again; an eviction reshapes
- *    the victim's node once its newcomer is in (lib/trie-evict.c).
+ *    fails) and the next writer there that changes its counts tries
+ *    again (one that keeps its children's classes changes none); an
+ *    eviction reshapes the victim's node once its newcomer is in
+ *    (lib/trie-evict.c).
  *  - The sizing hint. With conntab_config::expected = E > 2^11, the
  *    first time the root bursts it becomes a dense node 2^w slots wide,
  *    w = ceil(log2 E) - 3 up to CT_T_HINT_MAX (about 8 keys a slot at
