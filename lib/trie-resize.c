@@ -482,6 +482,10 @@ static unsigned int ct_d_merge_items(struct ct_build *b, struct ct_taken *tk,
  * bit wider (a sparse child's values with the slot's last bit on top; a
  * leaf's value read from its key). Two leaves give the node the builder
  * would: at E - 1, where they part, to the byte boundary within 16 bits.
+ * Children 16 bits wide (what a burst under an anchored node makes) give
+ * a window that would be 17: the builder's node ends at that boundary
+ * too, so their values lose their low bits, which it does when those
+ * keep them apart (else the builder places what they do not part).
  * 1 with *out set, 0 if the case is not one of these, -ENOMEM.
  */
 static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
@@ -492,7 +496,7 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 	uint16_t val[CT_T_KMAX];
 	uintptr_t kid[CT_T_KMAX], c[2] = { c0, c1 };
 	struct ct_tnode *y = NULL, *z;
-	unsigned int h, i, m = 0, w = 0, end;
+	unsigned int h, i, j, m = 0, w = 0, nw, sh = 0, end;
 
 	for (h = 0; h < 2; h++) {
 		if (!c[h])
@@ -502,7 +506,7 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 			continue;
 		}
 		z = ct_w_tn(c[h]);
-		if (!ct_t_isk(z) || z->pos != E || z->w >= 16 ||
+		if (!ct_t_isk(z) || z->pos != E || z->w > 16 ||
 		    (w && z->w != w))
 			return 0;
 		w = z->w;
@@ -518,25 +522,49 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		end = ct_floor8(E + 15) < b->L ? ct_floor8(E + 15) : b->L;
 		w = end - E;
 	}
+	nw = w + 1;
+	if (nw > 16) {
+		nw = ct_floor8(E + 15) - (E - 1);
+		sh = w - (nw - 1);
+	}
+	/*
+	 * Values first: they and the live entries stay as they are while
+	 * the caller holds the slots. A kid may still be replaced by a
+	 * leaf of the same key under the node's own lock (a recycle, a
+	 * timewait), so the kids are read once the node is taken.
+	 */
 	for (h = 0, m = 0; h < 2; h++) {
 		if (!c[h])
 			continue;
 		if (ct_w_leaf(c[h])) {
 			ct_key_str(&ct_w_node(c[h])->ct_key, s);
-			val[m] = (uint16_t)ct_bits(s, E - 1, w + 1);
+			val[m++] = (uint16_t)ct_bits(s, E - 1, nw);
+			continue;
+		}
+		z = ct_w_tn(c[h]);
+		for (i = 0; i < z->n; i++)
+			if (ct_k_kid(z)[i])
+				val[m++] = (uint16_t)(ct_k_val(z)[i] >> sh |
+						      h << (nw - 1));
+	}
+	for (i = 1; sh && i < m; i++)
+		for (j = 0; j < i; j++)
+			if (val[i] == val[j])
+				return 0;
+	for (h = 0, m = 0; h < 2; h++) {
+		if (!c[h])
+			continue;
+		if (ct_w_leaf(c[h])) {
 			kid[m++] = c[h];
 			continue;
 		}
 		z = ct_w_tn(c[h]);
 		ct_take(tk, z);
-		for (i = 0; i < z->n; i++) {
-			if (!ct_k_kid(z)[i])
-				continue;
-			val[m] = (uint16_t)(ct_k_val(z)[i] | h << w);
-			kid[m++] = ct_k_kid(z)[i];
-		}
+		for (i = 0; i < z->n; i++)
+			if (ct_k_kid(z)[i])
+				kid[m++] = ct_k_kid(z)[i];
 	}
-	y = ct_k_make(b->tr, E - 1, w + 1, val, kid, m, 0);
+	y = ct_k_make(b->tr, E - 1, nw, val, kid, m, 0);
 	if (!y)
 		return -ENOMEM;
 	ct_build_keep(b, y);
