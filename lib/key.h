@@ -165,11 +165,22 @@ static inline unsigned int ct_str_diff(const uint8_t *a, const uint8_t *b,
 	return len * 8;
 }
 
-/* Do the first @bits bits of the strings @a and @b agree? */
+/*
+ * Do the first @bits bits of the strings @a and @b agree? Whole 8-byte
+ * words, then the word with the last bits, masked: both strings must
+ * hold (bits + 63) / 64 words (CT_KEY_STR_MAX is five, for bits up to
+ * CT_KEY_STR_MAX * 8).
+ */
 static inline bool ct_str_prefix_eq(const uint8_t *a, const uint8_t *b,
 				    unsigned int bits)
 {
-	return ct_str_diff(a, b, (bits + 7) / 8) >= bits;
+	unsigned int i;
+
+	for (i = 0; i + 64 <= bits; i += 64)
+		if (ct_load64(a + i / 8) != ct_load64(b + i / 8))
+			return false;
+	return i == bits || !((ct_load_be64(a + i / 8) ^
+			       ct_load_be64(b + i / 8)) >> (64 - (bits - i)));
 }
 
 /*
