@@ -608,6 +608,171 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 	return err;
 }
 
+/*
+ * The writers' fast paths. Most changes are one entry of an unshared
+ * sparse node x in a dense node's slot: x is not replaced, so only the
+ * entry changes, and x's class in the parent (counted under the slot's
+ * lock) when it crosses a threshold. They descend as readers do, without
+ * recording a path, and take the locks the general path takes (the slot,
+ * then x's own, lib/trie-path.h); anything else goes to the general path,
+ * with nothing changed.
+ */
+struct ct_tfast {
+	struct ct_tnode *d, *x;	/* x is in d's slot di, *slot */
+	uintptr_t *slot;
+	uint32_t di;
+	int ki;			/* x's entry for the key's value, or -1 */
+	uintptr_t kid;		/* what that entry holds */
+};
+
+/*
+ * With @check (an insert), the key must be known to belong where the
+ * descent ends: bits a node skips are checked against a dense node's
+ * prefix, and a sparse node that skips bits sends the insert to the
+ * general path (ct_t_diverge() reads a key below it). A remove needs
+ * no check: it finds its own leaf or nothing.
+ */
+static bool ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
+			   struct ct_tfast *f)
+{
+	uintptr_t *slot = &tr->root, p;
+	struct ct_tnode *in = NULL, *x;
+	unsigned int k, pend = 0;
+	uint32_t c, di = 0;
+
+	for (k = 0; k < CT_T_DEPTH; k++) {
+		p = ct_w_load(slot);
+		if (!p || ct_w_leaf(p))
+			return false;
+		if (in)
+			ct_t_prefetch_tail(p);
+		x = ct_w_tn(p);
+		if (check && x->pos > pend &&
+		    (ct_t_isk(x) ||
+		     !ct_str_prefix_eq(s, ct_d(x)->prefix, x->pos)))
+			return false;
+		if (ct_t_end(x) > pend)
+			pend = ct_t_end(x);
+		c = ct_bits(s, x->pos, x->w);
+		if (!ct_t_isk(x)) {
+			in = x;
+			di = c;
+			slot = &ct_d(x)->kid[c];
+			continue;
+		}
+		f->ki = ct_k_find(x, c);
+		f->kid = f->ki < 0 ? 0 : ct_w_load(&ct_k_kid(x)[f->ki]);
+		if (f->kid && !ct_w_leaf(f->kid)) {
+			in = x;
+			slot = &ct_k_kid(x)[f->ki];
+			continue;
+		}
+		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
+			return false;
+		*f = (struct ct_tfast){ in, x, slot, di, f->ki, f->kid };
+		return true;
+	}
+	return false;
+}
+
+/* Lock x's place and x, as ct_klock() does; false if x has moved. */
+static bool ct_t_fast_lock(const struct ct_tfast *f)
+{
+	ct_t_slot_lock(f->slot);
+	if (ct_t_dead(f->d) ||
+	    (__atomic_load_n(f->slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED) !=
+	    (uintptr_t)f->x) {
+		ct_t_slot_unlock(f->slot);
+		return false;
+	}
+	ct_t_lock8(&f->x->lock);
+	return true;
+}
+
+/*
+ * x's class was @c0 before a change of its entries: count the new one.
+ * Only then can the parent come to want reshaping (its counts are all it
+ * looks at), so a change that keeps the class leaves the check out.
+ */
+static void ct_t_fast_unlock(const struct ct_tfast *f, enum ct_class c0,
+			     bool *fix)
+{
+	uintptr_t now = __atomic_load_n(f->slot, __ATOMIC_RELAXED) &
+			~CT_T_LOCKED;
+	enum ct_class c1 = ct_d_class(f->d, f->di, now);
+
+	if (c1 != c0) {
+		ct_d_count(f->d, c0, -1);
+		ct_d_count(f->d, c1, 1);
+		*fix = ct_d_wants_resize(f->d);
+	}
+	ct_t_unlock8(&f->x->lock);
+	ct_t_slot_unlock(f->slot);
+}
+
+/*
+ * Insert into such an x when the key belongs there and x has no live
+ * entry for its value: in place (a tombstone of the value, or room at
+ * the end), or in a copy with room, as ct_t_k_add() does; its other
+ * cases (a shared or full x) and every other path go to the general
+ * path. 1 if not done (nothing changed), else 0 or the error.
+ */
+static int ct_t_insert_fast(struct ct_tins *ins)
+{
+	struct ct_trie *tr = ins->tr;
+	struct ct_tnode *x, *y;
+	struct ct_tfast f;
+	enum ct_class c0;
+	unsigned int n;
+	uint32_t v;
+	int i;
+
+	if (!ct_t_fast_find(tr, ins->s, true, &f) || f.kid ||
+	    !ct_t_fast_lock(&f))
+		return 1;
+	x = f.x;
+	v = ct_bits(ins->s, x->pos, x->w);
+	i = ct_k_find(x, v);		/* again, under the lock */
+	if ((i >= 0 && ct_k_kid(x)[i]) ||
+	    (i < 0 && x->n == x->cap && x->live >= CT_T_KMAX)) {
+		ct_t_unlock8(&x->lock);
+		ct_t_slot_unlock(f.slot);
+		return 1;
+	}
+	if (!ct_t_reserve(ins)) {
+		ct_t_unlock8(&x->lock);
+		ct_t_slot_unlock(f.slot);
+		return -ENOSPC;
+	}
+	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
+	y = NULL;
+	if (i >= 0) {
+		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
+		x->live++;
+	} else if (x->n < x->cap) {
+		n = x->n;
+		ct_k_val(x)[n] = (uint16_t)v;
+		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
+		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
+		x->live++;
+	} else {
+		y = ct_k_copy(tr, x, v, ins->leaf, (x->live + 1u) / 8);
+		if (!y) {
+			ct_t_unreserve(ins);
+			ct_t_unlock8(&x->lock);
+			ct_t_slot_unlock(f.slot);
+			return -ENOMEM;
+		}
+		/* Publishes y; the slot stays locked until unlocked below. */
+		ct_rcu_assign(*f.slot, (uintptr_t)y | CT_T_LOCKED);
+		ct_t_kill(x);
+	}
+	ct_t_fast_unlock(&f, c0, &ins->fix);
+	if (y)
+		ct_t_retire(tr, x);
+	return 0;
+}
+
 /* The key is there: -EEXIST, or recycle its TIME_WAIT node. */
 static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 {
@@ -639,7 +804,11 @@ static int ct_t_insert1(struct ct_tins *ins)
 	uint8_t rep[CT_KEY_STR_BUF];
 	struct ct_tpath pa;
 	unsigned int d, i;
+	int err;
 
+	err = ct_t_insert_fast(ins);
+	if (err != 1)
+		return err;
 	ct_t_descend(ins->tr, ins->s, &pa);
 	d = ct_t_diverge(ins->s, ins->L, &pa, rep);
 	if (pa.end && d >= ins->L)
@@ -798,93 +967,6 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 }
 
 /*
- * The writers' fast paths. Most changes are one entry of an unshared
- * sparse node x in a dense node's slot: x is not replaced, so only the
- * entry changes, and x's class in the parent (counted under the slot's
- * lock) when it crosses a threshold. They descend as readers do, without
- * recording a path, and take the locks the general path takes (the slot,
- * then x's own, lib/trie-path.h); anything else goes to the general path,
- * with nothing changed.
- */
-struct ct_tfast {
-	struct ct_tnode *d, *x;	/* x is in d's slot di, *slot */
-	uintptr_t *slot;
-	uint32_t di;
-	int ki;			/* x's entry for the key's value, or -1 */
-	uintptr_t kid;		/* what that entry holds */
-};
-
-static bool ct_t_fast_find(struct ct_trie *tr, const uint8_t *s,
-			   struct ct_tfast *f)
-{
-	uintptr_t *slot = &tr->root, p;
-	struct ct_tnode *in = NULL, *x;
-	unsigned int k;
-	uint32_t c, di = 0;
-
-	for (k = 0; k < CT_T_DEPTH; k++) {
-		p = ct_w_load(slot);
-		if (!p || ct_w_leaf(p))
-			return false;
-		if (in)
-			ct_t_prefetch_tail(p);
-		x = ct_w_tn(p);
-		c = ct_bits(s, x->pos, x->w);
-		if (!ct_t_isk(x)) {
-			in = x;
-			di = c;
-			slot = &ct_d(x)->kid[c];
-			continue;
-		}
-		f->ki = ct_k_find(x, c);
-		f->kid = f->ki < 0 ? 0 : ct_w_load(&ct_k_kid(x)[f->ki]);
-		if (f->kid && !ct_w_leaf(f->kid)) {
-			in = x;
-			slot = &ct_k_kid(x)[f->ki];
-			continue;
-		}
-		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
-			return false;
-		*f = (struct ct_tfast){ in, x, slot, di, f->ki, f->kid };
-		return true;
-	}
-	return false;
-}
-
-/* Lock x's place and x, as ct_klock() does; false if x has moved. */
-static bool ct_t_fast_lock(const struct ct_tfast *f)
-{
-	ct_t_slot_lock(f->slot);
-	if (ct_t_dead(f->d) ||
-	    (__atomic_load_n(f->slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED) !=
-	    (uintptr_t)f->x) {
-		ct_t_slot_unlock(f->slot);
-		return false;
-	}
-	ct_t_lock8(&f->x->lock);
-	return true;
-}
-
-/*
- * x's class was @c0 before a change of its entries: count the new one.
- * Only then can the parent come to want reshaping (its counts are all it
- * looks at), so a change that keeps the class leaves the check out.
- */
-static void ct_t_fast_unlock(const struct ct_tfast *f, enum ct_class c0,
-			     bool *fix)
-{
-	enum ct_class c1 = ct_d_class(f->d, f->di, (uintptr_t)f->x);
-
-	if (c1 != c0) {
-		ct_d_count(f->d, c0, -1);
-		ct_d_count(f->d, c1, 1);
-		*fix = ct_d_wants_resize(f->d);
-	}
-	ct_t_unlock8(&f->x->lock);
-	ct_t_slot_unlock(f->slot);
-}
-
-/*
  * Remove @leaf, an entry of such an x, where ct_k_shrink() would then
  * leave x as it is (two entries or more, above a quarter of its
  * capacity). True if done.
@@ -897,7 +979,8 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 	unsigned int live;
 	enum ct_class c0;
 
-	if (!ct_t_fast_find(tr, s, &f) || f.kid != leaf || !ct_t_fast_lock(&f))
+	if (!ct_t_fast_find(tr, s, false, &f) || f.kid != leaf ||
+	    !ct_t_fast_lock(&f))
 		return false;
 	x = f.x;
 	live = x->live;
