@@ -531,7 +531,8 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 	 * Values first: they and the live entries stay as they are while
 	 * the caller holds the slots. A kid may still be replaced by a
 	 * leaf of the same key under the node's own lock (a recycle, a
-	 * timewait), so the kids are read once the node is taken.
+	 * timewait), so the kids are read once the node is taken (before,
+	 * only whether one is there, which that does not change).
 	 */
 	for (h = 0, m = 0; h < 2; h++) {
 		if (!c[h])
@@ -543,7 +544,7 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		}
 		z = ct_w_tn(c[h]);
 		for (i = 0; i < z->n; i++)
-			if (ct_k_kid(z)[i])
+			if (__atomic_load_n(&ct_k_kid(z)[i], __ATOMIC_RELAXED))
 				val[m++] = (uint16_t)(ct_k_val(z)[i] >> sh |
 						      h << (nw - 1));
 	}
