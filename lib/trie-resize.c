@@ -528,27 +528,22 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		sh = w - (nw - 1);
 	}
 	/*
-	 * Values first: they and the live entries stay as they are while
-	 * the caller holds the slots. A kid may still be replaced by a
-	 * leaf of the same key under the node's own lock (a recycle, a
-	 * timewait), so the kids are read once the node is taken (before,
-	 * only whether one is there, which that does not change).
+	 * Shortened values may collide: then it is the builder's case, and
+	 * nothing may be taken yet. The values and which entries are live
+	 * stay as they are while the caller holds the slots; a kid may be
+	 * replaced by a leaf of the same key under the node's own lock (a
+	 * recycle, a timewait), so kids are read once the node is taken.
 	 */
-	for (h = 0, m = 0; h < 2; h++) {
-		if (!c[h])
+	for (h = 0, m = 0; sh && h < 2; h++) {
+		if (!c[h] || ct_w_leaf(c[h]))
 			continue;
-		if (ct_w_leaf(c[h])) {
-			ct_key_str(&ct_w_node(c[h])->ct_key, s);
-			val[m++] = (uint16_t)ct_bits(s, E - 1, nw);
-			continue;
-		}
 		z = ct_w_tn(c[h]);
 		for (i = 0; i < z->n; i++)
 			if (__atomic_load_n(&ct_k_kid(z)[i], __ATOMIC_RELAXED))
 				val[m++] = (uint16_t)(ct_k_val(z)[i] >> sh |
 						      h << (nw - 1));
 	}
-	for (i = 1; sh && i < m; i++)
+	for (i = 1; i < m; i++)
 		for (j = 0; j < i; j++)
 			if (val[i] == val[j])
 				return 0;
@@ -556,14 +551,19 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		if (!c[h])
 			continue;
 		if (ct_w_leaf(c[h])) {
+			ct_key_str(&ct_w_node(c[h])->ct_key, s);
+			val[m] = (uint16_t)ct_bits(s, E - 1, nw);
 			kid[m++] = c[h];
 			continue;
 		}
 		z = ct_w_tn(c[h]);
 		ct_take(tk, z);
-		for (i = 0; i < z->n; i++)
-			if (ct_k_kid(z)[i])
-				kid[m++] = ct_k_kid(z)[i];
+		for (i = 0; i < z->n; i++) {
+			if (!ct_k_kid(z)[i])
+				continue;
+			val[m] = (uint16_t)(ct_k_val(z)[i] >> sh | h << (nw - 1));
+			kid[m++] = ct_k_kid(z)[i];
+		}
 	}
 	y = ct_k_make(b->tr, E - 1, nw, val, kid, m, 0);
 	if (!y)
