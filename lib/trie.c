@@ -49,12 +49,13 @@
  *    again (one that keeps its children's classes changes none); an
  *    eviction reshapes the victim's node once its newcomer is in
  *    (lib/trie-evict.c).
- *  - The sizing hint. With conntab_config::expected = E > 2^11, the
+ *  - The sizing hint. With conntab_config::expected = E > 2^12, the
  *    first time the root bursts it becomes a dense node 2^w slots wide,
- *    w = ceil(log2 E) - 3 up to CT_T_HINT_MAX (about 8 keys a slot at
- *    E, as a root grown to E has), instead of one that doubles as keys
- *    come: each doubling rebuilds the children at its old end, and growing
- *    to 256K random keys that was a third of the inserts' instructions.
+ *    w = ceil(log2 E) - 4 up to CT_T_HINT_MAX (about 16 keys a slot at
+ *    E, short of the 24 that make a slot heavy), instead of one that
+ *    doubles as keys come: each doubling rebuilds the children at its
+ *    old end, and growing to 256K random keys that was a third of the
+ *    inserts' instructions.
  *    The node is marked (CT_T_HINTED) and does not halve until its counts
  *    stop asking for it (lib/trie-resize.c); from then on they decide,
  *    as for any node. So the bound above holds plus one dense node of
@@ -107,10 +108,10 @@ static struct conntab *trie_create(const struct conntab *tmpl,
 	tr->base = *tmpl;
 	while (lg < 8 * sizeof(size_t) - 1 && ((size_t)1 << lg) < cfg->expected)
 		lg++;
-	/* About 8 keys a slot, as a root grown to that size has. */
-	if (lg >= CT_T_HINT_MIN + 3)
-		tr->hint_w = (uint8_t)(lg - 3 < CT_T_HINT_MAX ? lg - 3 :
-						 CT_T_HINT_MAX);
+	/* About 16 keys a slot at the expected size (lib/trie.h). */
+	if (lg >= CT_T_HINT_MIN + CT_T_HINT_LOAD)
+		tr->hint_w = (uint8_t)(lg - CT_T_HINT_LOAD < CT_T_HINT_MAX ?
+				       lg - CT_T_HINT_LOAD : CT_T_HINT_MAX);
 	return &tr->base;
 }
 

@@ -20,8 +20,15 @@
 
 /* Entries of a sparse node at most; a 33rd distinct value bursts it. */
 #define CT_T_KMAX	32
-/* An adjacent sparse child with this many live entries is "heavy". */
-#define CT_T_KHEAVY	12
+/*
+ * An adjacent sparse child with this many live entries is "heavy"; a
+ * dense node inflates when half its slots are, so its sparse children
+ * hold 12 to 24 keys between inflations. At 12 (6 to 12 keys) a 1M
+ * random table took 14.8 B/entry instead of 12.7, under a root twice
+ * as wide, and removes (which empty it, halving as they go) were a
+ * tenth slower; lookups were no faster (doc/performance.md).
+ */
+#define CT_T_KHEAVY	24
 /* A sparse child with at most this many live entries is "light". */
 #define CT_T_KLIGHT	4
 /* Widest dense node: 2^24 slots (128 MiB). */
@@ -40,12 +47,15 @@ static inline unsigned int ct_d_slow(unsigned int w)
 }
 /*
  * The sizing hint (conntab_config::expected = E) builds the first dense
- * root 2^w wide, w = ceil(log2 E) - 3 within [CT_T_HINT_MIN,
- * CT_T_HINT_MAX], instead of growing it by doubling: lib/trie.c, "The
- * sizing hint". The burst that builds it clears 2^w slots and counts
- * them under the root's lock: 8 MiB and 1M slots at most (8M keys);
- * wider comes by inflating, one node's worth of work at a time.
+ * root 2^w wide, w = ceil(log2 E) - CT_T_HINT_LOAD within
+ * [CT_T_HINT_MIN, CT_T_HINT_MAX], instead of growing it by doubling:
+ * lib/trie.c, "The sizing hint". 2^CT_T_HINT_LOAD keys a slot at E
+ * leave room to grow before the slots turn heavy. The burst that builds
+ * it clears 2^w slots and counts them under the root's lock: 8 MiB and
+ * 1M slots at most (16M keys); wider comes by inflating, one node's
+ * worth of work at a time.
  */
+#define CT_T_HINT_LOAD	4
 #define CT_T_HINT_MIN	9
 #define CT_T_HINT_MAX	20
 /* Longest path: two internal nodes per byte of the string, and the leaf. */

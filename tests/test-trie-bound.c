@@ -375,7 +375,7 @@ END_TEST
 
 /*
  * The sizing hint (lib/trie.c): a table created with expected = 2^16
- * builds its root's first dense node 2^13 slots wide when the root
+ * builds its root's first dense node 2^12 slots wide when the root
  * bursts, and grows to 2^16 random remote endpoints of one local one
  * without a single inflation or halving, where a table without the hint
  * inflates its root on the way. The node does not halve while its slots
@@ -384,7 +384,7 @@ END_TEST
  * child left collapses, and the hint serves once.
  */
 #define HINT_E		((size_t)1 << 16)
-#define HINT_W		13		/* log2(HINT_E) - 3 */
+#define HINT_W		12		/* log2(HINT_E) - 4 */
 /* lib/trie-mem.c: a dense node of 2^w slots, its rcu_head and head. */
 #define DENSE_BYTES(w)	(((size_t)8 << (w)) + 80)
 

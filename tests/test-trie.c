@@ -695,9 +695,9 @@ START_TEST(concurrent_no_miss)
 				       &conc_keys[i]) == 0);
 	}
 	if (_i) {
-		/* Its width, log2(2^14) - 3 bits: not what the load made. */
+		/* Its width, log2(2^14) - 4 bits: not what the load made. */
 		conntab_resize_stats(ct_conc, &rs);
-		ck_assert_uint_eq(rs.dir_slots, (size_t)1 << 11);
+		ck_assert_uint_eq(rs.dir_slots, (size_t)1 << 10);
 		ck_assert_uint_eq(rs.splits + rs.merges, 0);
 	}
 	conc_stop = 0;
