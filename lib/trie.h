@@ -116,11 +116,12 @@ static inline size_t ct_k_kidoff(unsigned int cap)
  * value occurs there at most once.
  *
  * With SSE2 (every x86-64) the first 16 values are compared at once,
- * without a branch on n: at 256K random keys nodes hold about 8
- * entries, and the scalar loop's exit was mispredicted about twice a
- * lookup (callgrind --branch-sim: 2.01 a lookup before, 0.017 after;
- * the lookup's time did not move measurably, doc/performance.md).
- * Nodes of more than 16 entries take a loop for the rest. Every vector
+ * without a branch on n: when nodes held about 8 entries, the scalar
+ * loop's exit was mispredicted about twice a lookup (callgrind
+ * --branch-sim: 2.01 a lookup before, 0.017 after; the lookup's time did
+ * not move measurably, doc/performance.md). Nodes of more than 16
+ * entries take a loop for the rest: with 12 to 24 entries a node
+ * (CT_T_KHEAVY), 0.14 mispredicts a lookup at 1M random keys. Every vector
  * load stays inside the node: val[0, 8), val[8, 16) only when cap > 8
  * (else val[0, 8) again, its bits masked off: an address chosen without
  * a branch), and in the loop val[] up to roundup(n, 8) <= roundup(cap,
