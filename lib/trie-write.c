@@ -129,8 +129,8 @@ void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa)
 			/*
 			 * The entry was live when looked up and is a
 			 * tombstone now: a miss in the sparse node, which
-			 * only ct_t_k_add() may fill (it keeps the live
-			 * count, and the class, right).
+			 * only ct_t_k_add() or ct_t_insert_fast() may fill
+			 * (they keep the live count, and the class, right).
 			 */
 			x = cur.in;
 			pa->kmiss = true;
@@ -693,6 +693,14 @@ ct_t_fast_lock(const struct ct_tfast *f)
 	return true;
 }
 
+/* Unlock what ct_t_fast_lock() locked, nothing changed. */
+static inline __attribute__((always_inline)) void
+ct_t_fast_drop(const struct ct_tfast *f)
+{
+	ct_t_unlock8(&f->x->lock);
+	ct_t_slot_unlock(f->slot);
+}
+
 /*
  * x's class was @c0 before a change of its entries: count the new one.
  * Only then can the parent come to want reshaping (its counts are all it
@@ -739,17 +747,21 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	i = ct_k_find(x, v);		/* again, under the lock */
 	if ((i >= 0 && ct_k_kid(x)[i]) ||
 	    (i < 0 && x->n == x->cap && x->live >= CT_T_KMAX)) {
-		ct_t_unlock8(&x->lock);
-		ct_t_slot_unlock(f.slot);
+		ct_t_fast_drop(&f);
 		return 1;
 	}
 	if (!ct_t_reserve(ins)) {
-		ct_t_unlock8(&x->lock);
-		ct_t_slot_unlock(f.slot);
+		ct_t_fast_drop(&f);
 		return -ENOSPC;
 	}
 	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
 	y = NULL;
+	/*
+	 * Publication, as in ct_t_k_add(): the kid's release store pairs
+	 * with a reader's ct_w_load() of it; an appended entry's value and
+	 * kid are written before the release store of n that covers them,
+	 * which pairs with the acquire load of n in ct_k_find().
+	 */
 	if (i >= 0) {
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
 		x->live++;
@@ -763,8 +775,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		y = ct_k_copy(tr, x, v, ins->leaf, (x->live + 1u) / 8);
 		if (!y) {
 			ct_t_unreserve(ins);
-			ct_t_unlock8(&x->lock);
-			ct_t_slot_unlock(f.slot);
+			ct_t_fast_drop(&f);
 			return -ENOMEM;
 		}
 		/* Publishes y; the slot stays locked until unlocked below. */
@@ -990,11 +1001,11 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 	live = x->live;
 	if (ct_k_kid(x)[f.ki] != leaf || live < 3 ||
 	    (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
-		ct_t_unlock8(&x->lock);
-		ct_t_slot_unlock(f.slot);
+		ct_t_fast_drop(&f);
 		return false;
 	}
 	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
+	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
 	x->live--;
 	ct_t_fast_unlock(&f, c0, fix);

@@ -55,15 +55,15 @@
  *    E, short of the 24 that make a slot heavy), instead of one that
  *    doubles as keys come: each doubling rebuilds the children at its
  *    old end, and growing to 256K random keys that was a third of the
- *    inserts' instructions.
- *    The node is marked (CT_T_HINTED) and does not halve until its counts
- *    stop asking for it (lib/trie-resize.c); from then on they decide,
- *    as for any node. So the bound above holds plus one dense node of
- *    8 * 2^w + 80 bytes at most, once a table: with one child left it
- *    still collapses, and the hint is not used again. It helps where the
- *    root's keys part first (one local endpoint and many remote ones,
- *    or random keys); a root over a few local addresses never bursts,
- *    and its subtrees grow by doubling as without it.
+ *    inserts' instructions. The node is marked (CT_T_HINTED) and does
+ *    not halve until its counts stop asking for it (lib/trie-resize.c);
+ *    from then on they decide, as for any node. So the bound above
+ *    holds plus one dense node of 8 * 2^w + 80 bytes at most, once a
+ *    table: with one child left it still collapses, and the hint is not
+ *    used again. It helps where the root's keys part first (one local
+ *    endpoint and many remote ones, or random keys); a root over a few
+ *    local addresses never bursts, and its subtrees grow by doubling as
+ *    without it.
  *
  * Concurrency. Readers (RCU read lock held) load each child word once
  * (ct_w_load: consume, pairing with the release store that published it)

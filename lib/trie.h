@@ -22,8 +22,9 @@
 #define CT_T_KMAX	32
 /*
  * An adjacent sparse child with this many live entries is "heavy"; a
- * dense node inflates when half its slots are, so its sparse children
- * hold 12 to 24 keys between inflations. At 12 (6 to 12 keys) a 1M
+ * dense node inflates when half its slots are, so under random keys its
+ * sparse children hold about 12 to 24 between inflations (any one at
+ * most CT_T_KMAX, then it bursts). At 12 (6 to 12 keys) a 1M
  * random table took 14.8 B/entry instead of 12.7, under a root twice
  * as wide, and removes (which empty it, halving as they go) were a
  * tenth slower; lookups were no faster (doc/performance.md).
