@@ -38,9 +38,7 @@ static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
 /*
  * Sparse capacities: the 8-byte head plus 2 bytes a value round up to 8,
  * so these classes waste at most one value slot; a node grows by about
- * an eighth (ct_k_capfor(live + 1 + (live + 1) / 8), lib/trie-write.c)
- * and shrinks to its class. An eighth, not a quarter: 15.8 B/entry at 1M
- * random keys instead of 16.1 (conntab-bench memory).
+ * half (ct_k_grow(), lib/trie-write.c) and shrinks to its class.
  */
 static const uint8_t ct_k_caps[] = { 2, 3, 4, 6, 8, 10, 12, 14, 16, 20,
 				     24, 28, 32 };
