@@ -717,21 +717,36 @@ ct_t_fast_drop(const struct ct_tfast *f)
 }
 
 /*
- * x's class was @c0 before a change of its entries: count the new one.
- * Only then can the parent come to want reshaping (its counts are all it
- * looks at), so a change that keeps the class leaves the check out.
+ * x's class before a change of its entries, when the change may move it
+ * (@moves, ct_k_class_moves()); else nothing to count.
+ */
+static inline __attribute__((always_inline)) enum ct_class
+ct_t_fast_class(const struct ct_tfast *f, bool moves)
+{
+	return moves ? ct_d_class(f->d, f->di, (uintptr_t)f->x) : CT_C_EMPTY;
+}
+
+/*
+ * x's class was @c0 before a change of its entries (@moves as above):
+ * count the new one. Only then can the parent come to want reshaping
+ * (its counts are all it looks at), so a change that keeps the class
+ * leaves the check out.
  */
 static inline __attribute__((always_inline)) void
-ct_t_fast_unlock(const struct ct_tfast *f, enum ct_class c0, bool *fix)
+ct_t_fast_unlock(const struct ct_tfast *f, bool moves, enum ct_class c0,
+		 bool *fix)
 {
-	uintptr_t now = __atomic_load_n(f->slot, __ATOMIC_RELAXED) &
-			~CT_T_LOCKED;
-	enum ct_class c1 = ct_d_class(f->d, f->di, now);
+	uintptr_t now;
+	enum ct_class c1;
 
-	if (c1 != c0) {
-		ct_d_count(f->d, c0, -1);
-		ct_d_count(f->d, c1, 1);
-		*fix = ct_d_wants_resize(f->d);
+	if (moves) {
+		now = __atomic_load_n(f->slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED;
+		c1 = ct_d_class(f->d, f->di, now);
+		if (c1 != c0) {
+			ct_d_count(f->d, c0, -1);
+			ct_d_count(f->d, c1, 1);
+			*fix = ct_d_wants_resize(f->d);
+		}
 	}
 	ct_t_unlock8(&f->x->lock);
 	ct_t_slot_unlock(f->slot);
@@ -750,6 +765,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	struct ct_tnode *x, *y;
 	struct ct_tfast f;
 	enum ct_class c0;
+	bool moves;
 	unsigned int n;
 	uint32_t v;
 	int i;
@@ -769,7 +785,8 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		ct_t_fast_drop(&f);
 		return -ENOSPC;
 	}
-	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
+	moves = ct_k_class_moves(x, x->live, x->live + 1u);
+	c0 = ct_t_fast_class(&f, moves);
 	y = NULL;
 	/*
 	 * Publication, as in ct_t_k_add(): the kid's release store pairs
@@ -797,7 +814,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		ct_rcu_assign(*f.slot, (uintptr_t)y | CT_T_LOCKED);
 		ct_t_kill(x);
 	}
-	ct_t_fast_unlock(&f, c0, &ins->fix);
+	ct_t_fast_unlock(&f, moves, c0, &ins->fix);
 	if (y)
 		ct_t_retire(tr, x);
 	return 0;
@@ -1008,6 +1025,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 	struct ct_tnode *x;
 	unsigned int live;
 	enum ct_class c0;
+	bool moves;
 
 	if (!ct_t_fast_find(tr, s, false, &f) || f.kid != leaf ||
 	    !ct_t_fast_lock(&f))
@@ -1019,11 +1037,12 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 		ct_t_fast_drop(&f);
 		return false;
 	}
-	c0 = ct_d_class(f.d, f.di, (uintptr_t)x);
+	moves = ct_k_class_moves(x, live, live - 1);
+	c0 = ct_t_fast_class(&f, moves);
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
 	x->live--;
-	ct_t_fast_unlock(&f, c0, fix);
+	ct_t_fast_unlock(&f, moves, c0, fix);
 	return true;
 }
 
