@@ -508,15 +508,16 @@ enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
  * differ between @a and @b live entries (one apart) with nothing else of
  * y changed: only across CT_T_KLIGHT or CT_T_KHEAVY, or for a window of
  * 4 bits or fewer, whose heaviness also weighs its subtrees against its
- * entries. That last case is answered "maybe" whatever the counts: the
- * builder places no window that narrow at its parent's end but where the
- * key string ends (leaves only, never heavy), and inflation cuts old
- * tails before they get that narrow, so no test reaches it on a fast
- * path, and asking costs nothing measurable. The writers' fast paths
- * classify y only when this says so: two calls of ct_d_class() were ~50
- * of a remove's ~590 instructions. Debug builds recount every class at
- * destroy (ct_t_check()); without the KLIGHT or the KHEAVY case,
- * tests/test-trie and tests/test-trie-bound fail there.
+ * entries. That last case is answered "maybe" whatever the counts. Such
+ * windows are rare: the builder places none that narrow at its parent's
+ * end but where the key string ends (leaves only, never heavy); the
+ * pieces an inflation cuts from an old tail (lib/trie-resize.c) can be.
+ * No test makes one change class on a fast path (without this case the
+ * suite still passes), so it stays the conservative answer. The writers'
+ * fast paths classify y only when this says so: two calls of
+ * ct_d_class() were ~50 of a remove's ~590 instructions. Debug builds
+ * recount every class at destroy (ct_t_check()); without the KLIGHT or
+ * the KHEAVY case, tests/test-trie and tests/test-trie-bound fail there.
  */
 static inline bool ct_k_class_moves(const struct ct_tnode *y,
 				    unsigned int a, unsigned int b)
