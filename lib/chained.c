@@ -166,7 +166,8 @@ static inline struct conntab_node *chained_prefetch_first(struct conntab *t,
 CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,
 		   chained_prefetch_first)
 
-static void chained_prefetch(struct conntab *t, uint32_t h)
+static void chained_prefetch(struct conntab *t,
+			     const struct conntab_key *key, uint32_t h)
 {
 	struct ct_chained *c = ct_chained(t);
 

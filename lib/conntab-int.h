@@ -137,11 +137,15 @@ struct conntab_ops {
 	int (*insert)(struct conntab *t, struct conntab_node *n,
 		      struct conntab_node **recycled);
 	/*
-	 * Optional: prefetch for writing what an insert of a key with @hash
-	 * will touch (bucket, lock stripe), before the front end claims the
-	 * node.
+	 * Optional: prefetch for writing what an insert of @key will touch
+	 * first (bucket, lock stripe; the trie's root slot), before the front
+	 * end claims the node. @hash is the key's keyed hash (0 when
+	 * unhashed). Called without the RCU read lock: it may compute
+	 * addresses from what it reads of the table, but load nothing from
+	 * memory that a writer may free.
 	 */
-	void (*prefetch)(struct conntab *t, uint32_t hash);
+	void (*prefetch)(struct conntab *t, const struct conntab_key *key,
+			 uint32_t hash);
 	int (*remove)(struct conntab *t, struct conntab_node *n);
 	/*
 	 * @tw is @est, or claimed with the key, hash and TIME_WAIT state of

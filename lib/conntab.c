@@ -240,15 +240,15 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 		return -EINVAL;
 	ct_writer_check(t, "an insert");
 	/*
-	 * Start the misses of the bucket and of the node before the claim:
-	 * the claim's compare-and-swap on the node's (cold) line would
-	 * otherwise hold the bucket's miss back until its own is done.
+	 * Start the misses of the bucket (the trie: its root slot) and of
+	 * the node before the claim: the claim's compare-and-swap on the
+	 * node's (cold) line would otherwise hold them back until its own
+	 * is done.
 	 */
-	if (!t->ops->unhashed) {
+	if (!t->ops->unhashed)
 		h = ct_hash_key(t, key);
-		if (t->ops->prefetch)
-			t->ops->prefetch(t, h);
-	}
+	if (t->ops->prefetch)
+		t->ops->prefetch(t, key, h);
 	__builtin_prefetch(n, 1);
 	if (!ct_node_claim(n, t))
 		return -EBUSY;

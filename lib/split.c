@@ -323,7 +323,8 @@ static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
 		   split_prefetch_first)
 
-static void split_prefetch(struct conntab *t, uint32_t h)
+static void split_prefetch(struct conntab *t, const struct conntab_key *key,
+			   uint32_t h)
 {
 	struct ct_split *sp = ct_split(t);
 

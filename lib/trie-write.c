@@ -64,8 +64,15 @@ bool ct_hold_valid(const struct ct_thold *h, uintptr_t want)
  */
 void ct_hold_store(const struct ct_thold *h, uintptr_t v)
 {
+	struct ct_trie *tr;
 	uint32_t j;
 
+	if (!h->at.in) {	/* the root word, in struct ct_trie */
+		tr = (struct ct_trie *)(void *)((char *)h->at.slot -
+						offsetof(struct ct_trie, root));
+		__atomic_store_n(&tr->root_geo, ct_t_root_geo(v),
+				 __ATOMIC_RELAXED);
+	}
 	if (!h->at.in || ct_t_isk(h->at.in)) {
 		ct_rcu_assign(*h->at.slot, v);
 		return;
@@ -869,6 +876,35 @@ static int ct_t_insert1(struct ct_tins *ins)
 	if (pa.end)
 		return ct_t_leaf_split(ins, &pa, d, rep);
 	return ct_t_fill(ins, &pa);
+}
+
+/*
+ * The front end calls this before it claims the node (lib/conntab.c):
+ * the claim's locked compare-and-swap on the node's cold line holds
+ * every later load back until that line is in, so the descent's first
+ * miss, the root slot, would come after it; prefetched here, the two
+ * overlap (at 1M random keys an insert then stalls on the sparse node
+ * below the slot only: doc/performance.md). No RCU read lock is held,
+ * so the root node may be freed under us and nothing is loaded from it:
+ * the slot's address comes from tr->root_geo, which may belong to
+ * another root than the word read with it, and then the prefetch is of
+ * a wrong address, which costs a line and faults nothing. The window
+ * stays inside the key's string buffer (ct_bits()) whatever root it
+ * was read from.
+ */
+void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
+		      uint32_t hash)
+{
+	struct ct_trie *tr = ct_trie(t);
+	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
+	uintptr_t p = __atomic_load_n(&tr->root, __ATOMIC_RELAXED);
+	uint8_t s[CT_KEY_STR_BUF];
+
+	if (!geo || !p || ct_w_leaf(p))
+		return;
+	ct_key_str(key, s);
+	__builtin_prefetch(&ct_d(ct_w_tn(p))->kid[ct_bits(s, geo >> 8,
+							    geo & 0xff)], 1);
 }
 
 /*

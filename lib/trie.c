@@ -89,6 +89,7 @@
  * caller need not hold the RCU read lock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,13 @@ static void trie_destroy(struct conntab *t,
 {
 	struct ct_trie *tr = ct_trie(t);
 
+#ifdef CT_DEBUG
+	if (tr->root_geo != ct_t_root_geo(tr->root)) {
+		fprintf(stderr, "conntab: trie root_geo %#x, root's %#x\n",
+			tr->root_geo, ct_t_root_geo(tr->root));
+		abort();
+	}
+#endif
 	ct_destroy_sub(tr, tr->root, release);
 	ct_t_drain(tr);
 	free(tr);
@@ -258,6 +266,7 @@ const struct conntab_ops ct_trie_ops = {
 	.create		= trie_create,
 	.destroy	= trie_destroy,
 	.insert		= ct_trie_insert,
+	.prefetch	= ct_trie_prefetch,
 	.read		= {
 		[CONNTAB_HASH_SIPHASH]	= { ct_trie_lookup, ct_trie_lookup_batch },
 		[CONNTAB_HASH_AES]	= { ct_trie_lookup, ct_trie_lookup_batch },

@@ -301,6 +301,14 @@ static inline uintptr_t ct_w_load(uintptr_t *slot)
 	return ct_rcu_deref(*slot) & ~CT_T_LOCKED;
 }
 
+/* tr->root_geo for a root word @v (struct ct_trie). */
+static inline uint32_t ct_t_root_geo(uintptr_t v)
+{
+	struct ct_tnode *x = v && !ct_w_leaf(v) ? ct_w_tn(v) : NULL;
+
+	return x && !ct_t_isk(x) ? (uint32_t)x->pos << 8 | x->w : 0;
+}
+
 /* Byte boundaries. */
 static inline unsigned int ct_floor8(unsigned int bit)
 {
@@ -389,6 +397,15 @@ struct ct_trie {
 	 * conntab_config::expected (0: none, or used; under root_lock).
 	 */
 	uint8_t hint_w;
+	/*
+	 * The root's window while the root word holds a dense node,
+	 * pos << 8 | w, else 0. Written with the root word (under root_lock,
+	 * ct_hold_store()); read without a lock by ct_trie_prefetch(), which
+	 * may pair it with another root than the one it reads: it only
+	 * computes an address to prefetch from the pair, and a prefetch of a
+	 * wrong address costs a line and faults nothing.
+	 */
+	uint32_t root_geo;
 	/*
 	 * Retired nodes wait on @retired (a lock-free stack) and go to
 	 * call_rcu in batches; conntab_stats() walks the trie without the
@@ -536,6 +553,8 @@ bool ct_d_wants_resize(const struct ct_tnode *d);
 /* lib/trie-write.c: the writers. */
 int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 		   struct conntab_node **recycled);
+void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
+		      uint32_t hash);
 int ct_trie_remove(struct conntab *t, struct conntab_node *n);
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held);
