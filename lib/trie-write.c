@@ -879,32 +879,41 @@ static int ct_t_insert1(struct ct_tins *ins)
 }
 
 /*
+ * Prefetch, for writing, the root slot of the string @s, where a writer
+ * starts its descent. Called where no RCU read lock is held (or not yet),
+ * so the root node may be freed under us and nothing is loaded from it:
+ * the slot's address comes from tr->root_geo, which may belong to
+ * another root than the word read with it, and then the prefetch is of
+ * a wrong address, which costs a line and faults nothing. The window
+ * stays inside the string's buffer (ct_bits()) whatever root it was
+ * read from.
+ */
+static inline void ct_t_prefetch_root(struct ct_trie *tr, const uint8_t *s)
+{
+	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
+	uintptr_t p = __atomic_load_n(&tr->root, __ATOMIC_RELAXED);
+
+	if (geo && p && !ct_w_leaf(p))
+		__builtin_prefetch(&ct_d(ct_w_tn(p))->kid[ct_bits(s, geo >> 8,
+								    geo & 0xff)],
+				   1);
+}
+
+/*
  * The front end calls this before it claims the node (lib/conntab.c):
  * the claim's locked compare-and-swap on the node's cold line holds
  * every later load back until that line is in, so the descent's first
  * miss, the root slot, would come after it; prefetched here, the two
  * overlap (at 1M random keys an insert then stalls on the sparse node
- * below the slot only: doc/performance.md). No RCU read lock is held,
- * so the root node may be freed under us and nothing is loaded from it:
- * the slot's address comes from tr->root_geo, which may belong to
- * another root than the word read with it, and then the prefetch is of
- * a wrong address, which costs a line and faults nothing. The window
- * stays inside the key's string buffer (ct_bits()) whatever root it
- * was read from.
+ * below the slot only: doc/performance.md).
  */
 void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 		      uint32_t hash)
 {
-	struct ct_trie *tr = ct_trie(t);
-	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
-	uintptr_t p = __atomic_load_n(&tr->root, __ATOMIC_RELAXED);
 	uint8_t s[CT_KEY_STR_BUF];
 
-	if (!geo || !p || ct_w_leaf(p))
-		return;
 	ct_key_str(key, s);
-	__builtin_prefetch(&ct_d(ct_w_tn(p))->kid[ct_bits(s, geo >> 8,
-							    geo & 0xff)], 1);
+	ct_t_prefetch_root(ct_trie(t), s);
 }
 
 /*
@@ -1191,6 +1200,7 @@ int ct_trie_remove(struct conntab *t, struct conntab_node *n)
 	int err;
 
 	ct_key_str(&n->ct_key, s);
+	ct_t_prefetch_root(tr, s);	/* its miss overlaps the read lock */
 	t->flavor->read_lock();
 	do {
 		fix = false;
