@@ -893,9 +893,11 @@ static inline void ct_t_prefetch_root(struct ct_trie *tr, const uint8_t *s)
 	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
 	uintptr_t p = __atomic_load_n(&tr->root, __ATOMIC_RELAXED);
 
+	/* Integer arithmetic: the slot may lie outside p's node. */
 	if (geo && p && !ct_w_leaf(p))
-		__builtin_prefetch(&ct_d(ct_w_tn(p))->kid[ct_bits(s, geo >> 8,
-								    geo & 0xff)],
+		__builtin_prefetch((void *)(p + offsetof(struct ct_dnode, kid) +
+					    sizeof(uintptr_t) *
+					    ct_bits(s, geo >> 8, geo & 0xff)),
 				   1);
 }
 
