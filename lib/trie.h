@@ -400,10 +400,12 @@ struct ct_trie {
 	/*
 	 * The root's window while the root word holds a dense node,
 	 * pos << 8 | w, else 0. Written with the root word (under root_lock,
-	 * ct_hold_store()); read without a lock by ct_trie_prefetch(), which
-	 * may pair it with another root than the one it reads: it only
-	 * computes an address to prefetch from the pair, and a prefetch of a
-	 * wrong address costs a line and faults nothing.
+	 * ct_hold_store()); read without a lock or the RCU read lock by
+	 * ct_t_prefetch_root() (an insert before its claim, a remove before
+	 * its read lock), which may pair it with another root than the one
+	 * it reads: it only computes an address to prefetch from the pair,
+	 * and a prefetch of a wrong address costs a line and faults nothing.
+	 * Debug builds check it against the root at destroy.
 	 */
 	uint32_t root_geo;
 	/*
