@@ -184,6 +184,9 @@ void b_shuffle_keys(struct conntab_key *k, size_t n, uint64_t *rng);
 
 /* Workloads (bench/floor.c, bench/workloads.c, bench/workloads-mt.c). */
 void b_floor(size_t n);
+void b_floor_record(const char *what, const char *unit, size_t n, double *v);
+/* bench/shape.c */
+void b_floor_shapes(size_t n);
 void b_run_single(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k);
 void b_run_update(const struct bench_impl **im, size_t ni,

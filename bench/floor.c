@@ -18,6 +18,9 @@
  *    instructions does not fit in the core's reorder window beside the
  *    next one's start. Its ratio to 16 streams is what a 16-key call pays
  *    for draining twice.
+ *
+ * Then the floors of the two shapes of table, chained and trie
+ * (bench/shape.c).
  */
 #include "config.h"
 
@@ -107,8 +110,7 @@ static double floor_calls(struct floor_line **start, size_t loads)
 	return (double)t0 / (double)(calls * FLOOR_STREAMS);
 }
 
-static void floor_record(const char *what, const char *unit, size_t n,
-			 double *v)
+void b_floor_record(const char *what, const char *unit, size_t n, double *v)
 {
 	struct bench_result r = {
 		.workload = "floor", .impl = what, .n = n, .threads = 1,
@@ -151,7 +153,8 @@ void b_floor(size_t n)
 		calls[rep] = floor_calls(start, loads);
 	}
 	free(buf);
-	floor_record("dependent", "ns/load", n, dep);
-	floor_record("16-streams", "ns/load", n, indep);
-	floor_record("16-key-calls", "ns/key", n, calls);
+	b_floor_record("dependent", "ns/load", n, dep);
+	b_floor_record("16-streams", "ns/load", n, indep);
+	b_floor_record("16-key-calls", "ns/key", n, calls);
+	b_floor_shapes(n);
 }

@@ -5,7 +5,7 @@ bin_PROGRAMS += bench/conntab-bench
 bench_conntab_bench_SOURCES = \
 	bench/main.c bench/bench.h \
 	bench/report.c bench/util.c bench/keys.c \
-	bench/floor.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
+	bench/floor.c bench/shape.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
 	bench/scan.c bench/evict.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \

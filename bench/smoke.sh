@@ -25,6 +25,11 @@ has '^lookup	lfht-jhash	4096	1	'
 has '^grow-misses	lfht-jhash	4096	1	0	'
 has '^grow-misses	lfht	4096	1	0	'
 has '^# memory B/entry'
+# the shapes' floors, and the trie's targets against chained beside them
+has '^floor	chain-dep	4096	1	'
+has '^floor	trie-indep	4096	1	'
+has '^# lookup trie/chained  *trie .*(shape floors: '
+has '^# remove trie/chained'
 # flood: both tables of a hash backend, and the ratio between them.
 has '^flood-known	chained	4096	1	'
 has '^flood-protection	chained	4096	1	.*	x	'
