@@ -9,9 +9,10 @@ bench_conntab_bench_SOURCES = \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
 	bench/scan.c bench/evict.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
-	bench/jhash.h bench/peer-hash.h bench/peer-hash.c
+	bench/jhash.h bench/peer-hash.h bench/peer-hash.c lib/mem.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
-# share with the library, so that every table hashes alike.
+# share with the library, so that every table hashes alike, and its
+# allocator of large arrays (mem.c) for the shape floors (bench/shape.c).
 bench_conntab_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	$(URCU_CFLAGS) $(URCU_CDS_CFLAGS)
 bench_conntab_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)

@@ -38,13 +38,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "bench.h"
+#include "mem.h"
 
 #define SHAPE_FANOUT	16
 #define SHAPE_MAX_LOADS	(1u << 20)
-#define SHAPE_HUGE	((size_t)2 << 20)
 
 struct shape_line {
 	uint64_t key;
@@ -65,8 +64,6 @@ struct shape {
 	struct shape_line *lines;
 	struct shape_line **bucket;
 	struct shape_node **root, **nodes;
-	void *map;
-	size_t maplen;
 };
 
 static volatile uintptr_t shape_sink;
@@ -87,27 +84,6 @@ static inline size_t shape_slot(const struct shape *sh, size_t k)
 	return (size_t)x;
 }
 
-/* The hash tables' large arrays: 2 MiB aligned, MADV_HUGEPAGE. */
-static void *shape_huge(struct shape *sh, size_t bytes)
-{
-	uintptr_t p;
-
-	if (bytes < SHAPE_HUGE)
-		return b_alloc(bytes);
-	sh->maplen = bytes + SHAPE_HUGE;
-	sh->map = mmap(NULL, sh->maplen, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (sh->map == MAP_FAILED) {
-		fprintf(stderr, "conntab-bench: out of memory (%zu bytes)\n",
-			bytes);
-		exit(1);
-	}
-	p = ((uintptr_t)sh->map + SHAPE_HUGE - 1) & ~(uintptr_t)(SHAPE_HUGE - 1);
-	(void)madvise((void *)p, bytes, MADV_HUGEPAGE);
-	memset((void *)p, 0, bytes);
-	return (void *)p;
-}
-
 static void shape_build(struct shape *sh, size_t n, uint64_t *rng)
 {
 	size_t i, nn = SHAPE_FANOUT, nodes;
@@ -120,7 +96,12 @@ static void shape_build(struct shape *sh, size_t n, uint64_t *rng)
 	sh->mask = nn - 1;
 	nodes = nn / SHAPE_FANOUT;
 	sh->lines = b_alloc(nn * sizeof(*sh->lines));
-	sh->bucket = shape_huge(sh, nn * sizeof(*sh->bucket));
+	/* The library's own allocator of bucket arrays (lib/mem.c). */
+	sh->bucket = ct_array_alloc(nn * sizeof(*sh->bucket));
+	if (!sh->bucket) {
+		fprintf(stderr, "conntab-bench: out of memory\n");
+		exit(1);
+	}
 	sh->root = b_alloc(nodes * sizeof(*sh->root));
 	sh->nodes = b_alloc(nodes * sizeof(*sh->nodes));
 	for (i = 0; i < nodes; i++) {
@@ -163,10 +144,7 @@ static void shape_free(struct shape *sh)
 		free(sh->nodes[i]);
 	free(sh->nodes);
 	free(sh->root);
-	if (sh->map)
-		munmap(sh->map, sh->maplen);
-	else
-		free(sh->bucket);
+	ct_array_free(sh->bucket, sh->n * sizeof(*sh->bucket));
 	free(sh->lines);
 }
 
