@@ -212,11 +212,45 @@ void ct_writer_check_debug(const struct conntab *t, const char *what);
 # define ct_writer_check(t, what)	do { } while (0)
 #endif
 
-/* Does @n belong to @t? (a hint outside the lock; recheck under it) */
+/*
+ * An eviction's claim on its victim (CONNTAB_TRIE, lib/trie-evict.c):
+ * while the newcomer is being inserted the victim stays linked, and its
+ * ct_owner holds the table's address with bit 0 set (tables come from
+ * aligned allocations, so the bit is free). The mark is set under the
+ * lock that owns the victim's place, so a writer that checks it under
+ * that lock either unlinked the node before the claim or sees the claim
+ * and leaves the node alone; only the eviction ends it (release stores). Whoever meets a claimed node waits (ct_node_wait_evict())
+ * instead of answering -ENOENT: the eviction ends within its newcomer's
+ * insert, with the victim unlinked (owner NULL) or left as it was
+ * (owner @t again).
+ */
+static inline void *ct_evict_mark(const struct conntab *t)
+{
+	return (void *)((uintptr_t)t | 1);
+}
+
+/* The owner of @n once no eviction holds it (spins while one does). */
+static inline void *ct_node_wait_evict(const struct conntab_node *n,
+				       const struct conntab *t)
+{
+	void *o = __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE);
+	unsigned int spins = 0;
+
+	while (__builtin_expect(o == ct_evict_mark(t), 0)) {
+		ct_spin_pause(&spins);
+		o = __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE);
+	}
+	return o;
+}
+
+/*
+ * Does @n belong to @t? (a hint outside the lock; recheck under it). A
+ * node an eviction holds is waited for: it may yet stay in @t.
+ */
 static inline bool ct_node_owned(const struct conntab_node *n,
 				 const struct conntab *t)
 {
-	return __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE) == t;
+	return ct_node_wait_evict(n, t) == t;
 }
 
 /* Mark @n unlinked from any table (writer, under the chain's lock). */

@@ -410,7 +410,7 @@ unsigned int ct_bitems_open(struct ct_tnode *x, const uint8_t *base,
 		return m;
 	}
 	for (i = 0; i < (1u << x->w); i++) {
-		uintptr_t kid = ct_d(x)->kid[i] & ~CT_T_LOCKED;
+		uintptr_t kid = ct_d_slot(x, i);
 
 		if (!kid)
 			continue;

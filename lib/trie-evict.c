@@ -18,32 +18,43 @@
  * each, O(depth) cache misses, no scan of the table.
  *
  * The step. The trie's writers lock a node's place, not a bucket, and
- * unlinking a leaf elsewhere may reshape nodes above the newcomer's, so
- * the eviction is not done under the newcomer's locks as the hash
- * backends do (lib/evict.h); instead, in order:
+ * the victim's place is anywhere in the trie, so the victim is not
+ * unlinked under the newcomer's locks as the hash backends do
+ * (lib/evict.h). Instead the victim is claimed, and stays linked until
+ * the newcomer is in:
  *  1. a plain insert: at the cap it fails with -ENOSPC after the key
  *     check under its lock (an existing key is -EEXIST: nothing evicted);
  *  2. under the RCU read lock, the sample is ranked (the rank runs under
  *     no writer lock here: the contract's rules for it suffice) and the
- *     best victim is unlinked "light" (lib/trie-write.c): a tombstone or
- *     an empty slot, no node reshaped, and its reservation (ct_reserve)
- *     kept for the newcomer, so the count never exceeds max_entries; a
- *     victim another writer removed first is sampled again from step 1;
- *  3. the newcomer is inserted on that reservation, its key checked and
- *     the leaf linked under one lock hold, as any insert;
- *  4. if that fails (another thread inserted the same key between steps
- *     1 and 3, or no memory), the victim goes back into the hole it left,
- *     which needs no memory when nothing reshaped it meanwhile: the call
- *     returns the error with *evicted NULL, the table as it was. Only if
- *     that too fails (concurrent reshaping and no memory) is the victim
- *     returned in *evicted beside the error;
- *  5. the victim's old node gets the reshaping the light removal skipped
- *     (ct_t_tidy()), so the memory bound of lib/trie.c holds after it.
+ *     best victim is claimed: under the lock of its place, still there
+ *     and owned by the table, its ct_owner becomes the table's eviction
+ *     mark (ct_evict_mark()). From then on no other writer unlinks or
+ *     replaces it (remove, timewait, recycle see the mark under that
+ *     lock and wait for the eviction to end); one already gone or
+ *     claimed by another eviction sends us back to step 1;
+ *  3. the newcomer is inserted on the victim's reservation and entry
+ *     count (ct_t_insert() with held): its key checked and its leaf
+ *     linked under one lock hold, as any insert;
+ *  4. in: the victim is removed as by conntab_remove() (the node it
+ *     leaves reshaped, so the memory bound of lib/trie.c holds), its
+ *     claim ending as its owner becomes NULL, and returned in *evicted;
+ *     failed (another writer inserted the same key since step 1, or no
+ *     memory): the claim is dropped (owner back to the table), the
+ *     victim never having left, and the error returned with *evicted
+ *     NULL.
+ * So the call is one writer step as the contract says: to other
+ * writers the victim is in the table until the newcomer is, and a
+ * failure changes nothing. The entry count never exceeds max_entries
+ * (the newcomer counts on the victim's reservation); readers and walks
+ * may find both for an instant, as a walk may meet any node that is
+ * removed while it runs.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "evict.h"
-#include "trie.h"
+#include "trie-path.h"
 
 /* Descents tried for a sample before the key-order fill. */
 #define CT_T_DESCENTS	(4 * CT_EVICT_SAMPLE)
@@ -127,6 +138,35 @@ static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 	return sm.best;
 }
 
+/*
+ * Step 2's claim of victim @v (key string @s), under the RCU read lock:
+ * 0, -ENOENT if it is gone or another eviction has it, -EAGAIN if its
+ * place moved under us.
+ */
+static int ct_t_claim1(struct ct_trie *tr, struct conntab_node *v,
+		       const uint8_t *s)
+{
+	uintptr_t leaf = ct_w_of(v);
+	struct ct_tpath pa;
+	struct ct_thold h;
+	int err = 0;
+
+	ct_t_descend(tr, s, &pa);
+	if (pa.kmiss || pa.end != leaf)
+		return -ENOENT;
+	ct_hold_init(&h, &pa.at[pa.n], NULL);
+	ct_hold_lock(tr, &h);
+	if (!ct_hold_valid(&h, leaf))
+		err = -EAGAIN;
+	else if (__atomic_load_n(&v->ct_owner, __ATOMIC_RELAXED) != &tr->base)
+		err = -ENOENT;
+	else	/* relaxed: the lock's release publishes it to writers */
+		__atomic_store_n(&v->ct_owner, ct_evict_mark(&tr->base),
+				 __ATOMIC_RELAXED);
+	ct_hold_unlock(tr, &h);
+	return err;
+}
+
 int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 			 ct_rank_fn rank, void *arg,
 			 struct conntab_node **evicted)
@@ -144,27 +184,34 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 		v = ct_t_sample(tr, rank, arg);
 		if (v) {
 			ct_key_str(&v->ct_key, sv);
-			err = ct_t_remove_light(tr, v, sv);
+			while ((err = ct_t_claim1(tr, v, sv)) == -EAGAIN)
+				;
 		}
 		t->flavor->read_unlock();
 		if (!v)
 			return -ENOSPC;
 		if (!err)
 			break;
-		/* removed by another writer first: room, or another sample */
+		/* gone, or another eviction's: room, or another sample */
 	}
 	err = ct_t_insert(tr, n, NULL, true);
-	if (!err) {
-		*evicted = v;
-	} else {
-		/* Claimed again for the table before it is linked again. */
+	if (err) {
+		/*
+		 * The claim ends with v where it was: release, so that a
+		 * writer waiting in ct_node_wait_evict() sees v's state.
+		 */
 		__atomic_store_n(&v->ct_owner, t, __ATOMIC_RELEASE);
-		if (ct_t_insert(tr, v, NULL, true)) {
-			ct_node_release(v);
-			ct_unreserve(t);
-			*evicted = v;
-		}
+		return err;
 	}
-	ct_t_tidy(tr, sv);
-	return err;
+	/* Only this call can unlink v now: it is found. */
+	err = ct_t_remove(tr, v, true);
+#ifdef CT_DEBUG
+	if (err) {
+		fprintf(stderr, "conntab: trie eviction lost its victim (%d)\n",
+			err);
+		abort();
+	}
+#endif
+	*evicted = v;
+	return 0;
 }

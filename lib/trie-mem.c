@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * CONNTAB_TRIE: node allocation, the table's counters, and retirement of
- * unlinked nodes (call_rcu, or a deferral list while conntab_stats()
- * walks the trie without the RCU read lock).
+ * unlinked nodes (call_rcu, in batches).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -181,16 +180,15 @@ static void ct_t_flush(struct ct_trie *tr)
  * Retire @x, which a writer has just unlinked (every slot that held it
  * now holds something else, under the locks that own those slots): no
  * writer reaches it any more, readers may still stand on it, so it is
- * freed after a grace period.
- *
- * conntab_stats() walks without the RCU read lock (ct_t_scan_begin()).
- * Dekker with it: the writer's unlink, a full fence, its push and then
- * its load of scanners; the scanner's increment (seq_cst RMW), then its
- * loads of the trie. Either the writer sees the scanner and leaves the
- * node on the stack until a writer finds no scanner, or the scanner's
- * walk starts after the unlink and cannot reach the node: every node it
- * reaches was in the trie at some moment after its increment, so if
- * unlinked, unlinked after it.
+ * freed after a grace period. Every thread that can reach a node holds
+ * the RCU read lock (readers, writers, conntab_stats()), so the grace
+ * period that follows the call_rcu of its batch covers them all: the
+ * batch is handed over after the unlink, and the grace period starts
+ * after that. Nothing holds a batch back: the writer whose retirement
+ * makes it CT_T_BATCH nodes (or brings a node of CT_T_BIG bytes) hands
+ * it over, so what waits here is under CT_T_BATCH nodes of under
+ * CT_T_BIG bytes each, plus one node per writer racing the hand-over,
+ * whatever conntab_stats() callers do.
  */
 void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 {
@@ -199,7 +197,6 @@ void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 	unsigned long n;
 
 	ct_t_account(tr, -1, -(long)sz);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	old = __atomic_load_n(&tr->retired, __ATOMIC_RELAXED);
 	do {
 		rh->next.next = (struct cds_wfcq_node *)(void *)old;
@@ -207,23 +204,8 @@ void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 					      __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
 	n = __atomic_add_fetch(&tr->nretired, 1, __ATOMIC_RELAXED);
-	if ((n >= CT_T_BATCH || sz >= CT_T_BIG) &&
-	    !__atomic_load_n(&tr->scanners, __ATOMIC_SEQ_CST))
+	if (n >= CT_T_BATCH || sz >= CT_T_BIG)
 		ct_t_flush(tr);
-}
-
-void ct_t_scan_begin(struct ct_trie *tr)
-{
-	__atomic_add_fetch(&tr->scanners, 1, __ATOMIC_SEQ_CST);
-}
-
-/*
- * What waited goes to call_rcu with a later retirement by a writer
- * (writers run in registered threads; conntab_stats() need not).
- */
-void ct_t_scan_end(struct ct_trie *tr)
-{
-	__atomic_sub_fetch(&tr->scanners, 1, __ATOMIC_SEQ_CST);
 }
 
 /*

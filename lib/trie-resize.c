@@ -156,7 +156,7 @@ void ct_d_recount(struct ct_tnode *d)
 
 	ct_d(d)->used = ct_d(d)->heavy = ct_d(d)->light = ct_d(d)->shared = 0;
 	for (i = 0; i < (1u << d->w); i++)
-		ct_d_count(d, ct_d_class(d, i, ct_d(d)->kid[i] & ~CT_T_LOCKED),
+		ct_d_count(d, ct_d_class(d, i, ct_d_slot(d, i)),
 			   1);
 }
 
@@ -268,7 +268,7 @@ static bool ct_d_single(struct ct_tnode *d, uintptr_t *only)
 	uint32_t i;
 
 	for (i = 0; i < (1u << d->w); i++) {
-		c = ct_d(d)->kid[i] & ~CT_T_LOCKED;
+		c = ct_d_slot(d, i);
 		if (!c || c == one)
 			continue;
 		if (one)
@@ -288,7 +288,7 @@ static struct ct_tnode *ct_d_to_k(struct ct_trie *tr, struct ct_tnode *d)
 	uint32_t i;
 
 	for (i = 0; i < (1u << d->w) && m < CT_T_KMAX; i++) {
-		c = ct_d(d)->kid[i] & ~CT_T_LOCKED;
+		c = ct_d_slot(d, i);
 		if (!c)
 			continue;
 		val[m] = (uint16_t)i;
@@ -321,25 +321,44 @@ static unsigned int ct_t_keybit(uintptr_t c, unsigned int bit)
 
 /*
  * Half @hb of short dense @z (the slots whose top bit is hb), as a word
- * for the inflated parent: nothing, the one child, or a short dense node
- * one bit narrower (same end, so still short).
+ * for the inflated parent: nothing, the one child, a sparse node when
+ * it has few children, or a short dense node one bit narrower (same
+ * end, so still short). The half is made in the shape a writer's
+ * reshaping would give it (ct_d_wants_resize()): no writer's path need
+ * ever pass through it again, so one built as a short node of two
+ * children would stay so, 1 KiB for two keys, and break the memory
+ * bound of lib/trie.c (tests/test-trie-bound.c builds that history).
  */
 static int ct_d_half(struct ct_build *b, struct ct_tnode *z, unsigned int hb,
 		     uintptr_t *out)
 {
 	uint32_t half = 1u << (z->w - 1), i, used = 0;
+	uint16_t val[CT_T_KMAX];
+	uintptr_t kid[CT_T_KMAX];
 	struct ct_tnode *y;
 	uintptr_t c, one = 0;
 
 	for (i = 0; i < half; i++) {
-		c = ct_d(z)->kid[hb * half + i] & ~CT_T_LOCKED;
+		c = ct_d_slot(z, hb * half + i);
 		if (c) {
+			if (used < CT_T_KMAX) {
+				val[used] = (uint16_t)i;
+				kid[used] = c;
+			}
 			used++;
 			one = c;
 		}
 	}
 	if (used <= 1 || z->w == 1) {
 		*out = used ? one : 0;
+		return 0;
+	}
+	if (used <= ct_d_slow(z->w - 1)) {	/* <= CT_T_KMAX: all in val[] */
+		y = ct_k_make(b->tr, z->pos + 1, z->w - 1, val, kid, used, 0);
+		if (!y)
+			return -ENOMEM;
+		ct_build_keep(b, y);
+		*out = (uintptr_t)y;
 		return 0;
 	}
 	y = ct_d_alloc(b->tr, z->pos + 1, z->w - 1, true);
@@ -349,7 +368,7 @@ static int ct_d_half(struct ct_build *b, struct ct_tnode *z, unsigned int hb,
 	memcpy(ct_d(y)->prefix, ct_d(z)->prefix, CT_KEY_STR_MAX);
 	ct_putbits(ct_d(y)->prefix, z->pos, 1, hb);
 	for (i = 0; i < half; i++)
-		ct_d(y)->kid[i] = ct_d(z)->kid[hb * half + i] & ~CT_T_LOCKED;
+		ct_d(y)->kid[i] = ct_d_slot(z, hb * half + i);
 	ct_d_recount(y);
 	*out = (uintptr_t)y;
 	return 0;
@@ -371,7 +390,7 @@ static int ct_d_inflate(struct ct_trie *tr, struct ct_tnode *d,
 
 	*out = 0;
 	for (i = 0; i < (1u << d->w); i++) {
-		c = ct_d(d)->kid[i] & ~CT_T_LOCKED;
+		c = ct_d_slot(d, i);
 		if (c && !ct_w_leaf(c) && ct_w_tn(c)->pos == E &&
 		    ct_t_anchored(ct_w_tn(c))) {
 			ct_t_mark(d, CT_T_BLOCKED);
@@ -384,7 +403,7 @@ static int ct_d_inflate(struct ct_trie *tr, struct ct_tnode *d,
 	ct_build_keep(&b, y);
 	memcpy(ct_d(y)->prefix, ct_d(d)->prefix, CT_KEY_STR_MAX);
 	for (i = 0; i < (1u << d->w); i++) {
-		c = ct_d(d)->kid[i] & ~CT_T_LOCKED;
+		c = ct_d_slot(d, i);
 		if (!c)
 			continue;
 		z = ct_w_leaf(c) ? NULL : ct_w_tn(c);
@@ -513,8 +532,9 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 		m += z->live;
 	}
 	/*
-	 * Fewer than two: a sparse child that an eviction's light removal
-	 * left nearly empty (lib/trie-evict.c); the builder collapses it.
+	 * Fewer than two: one leaf (the caller took it alone); a sparse
+	 * child has two live entries or more (ct_k_shrink()). More than a
+	 * sparse node holds: the builder's case.
 	 */
 	if (m < 2 || m > CT_T_KMAX)
 		return 0;
@@ -601,8 +621,8 @@ static int ct_d_halve(struct ct_trie *tr, struct ct_tnode *d,
 		memcpy(ct_d(y)->prefix, ct_d(d)->prefix, CT_KEY_STR_MAX);
 	}
 	for (i = 0; i < (1u << (d->w - 1)); i++) {
-		c0 = ct_d(d)->kid[2 * i] & ~CT_T_LOCKED;
-		c1 = ct_d(d)->kid[2 * i + 1] & ~CT_T_LOCKED;
+		c0 = ct_d_slot(d, 2 * i);
+		c1 = ct_d_slot(d, 2 * i + 1);
 		r = 0;
 		if (c0 == c1 || (!c0 && ct_w_leaf(c1)) ||
 		    (!c1 && ct_w_leaf(c0))) {
@@ -615,7 +635,13 @@ static int ct_d_halve(struct ct_trie *tr, struct ct_tnode *d,
 			n = c0 ? ct_d_merge_items(&b, tk, d, 2 * i, c0, it) : 0;
 			n += c1 ? ct_d_merge_items(&b, tk, d, 2 * i + 1, c1,
 						   it + n) : 0;
-			err = n == 1 ? 0 : ct_build(&b, it, n, q, y != NULL, &r);
+			/*
+			 * Two children give two items or more, since every
+			 * sparse child has two live entries; ct_build()
+			 * needs two. Fewer are handled anyway, so that no
+			 * state of a child can make a node of no window.
+			 */
+			err = n < 2 ? 0 : ct_build(&b, it, n, q, y != NULL, &r);
 			if (n == 1)
 				r = it[0].kid;
 		}

@@ -520,18 +520,25 @@ int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
 	unsigned int sh = ct_t_end(h->at.in) - x->pos;
 	unsigned int ov = sh < x->w ? sh : x->w;
 	struct ct_build b = { .tr = tr };
-	uintptr_t piece[64], *pieces = piece;
+	uintptr_t piece[64], *pieces = piece, p;
+	/*
+	 * At most one live entry (a removal's collapse, ct_k_shrink()):
+	 * every piece is that kid or nothing, made in the loop that stores
+	 * it, with no array and no memory, so this cannot fail and neither
+	 * can the removal.
+	 */
+	bool direct = x->live <= 1;
 	enum ct_class old;
 	uint32_t j;
 
-	if (h->m > 64) {
+#define CT_K_WANT(j)	(((h->lo + (j)) & (h->m - 1)) >> (sh - ov))
+	if (!direct && h->m > 64) {
 		pieces = calloc(h->m, sizeof(*pieces));
 		if (!pieces)
 			return -ENOMEM;
 	}
-	for (j = 0; j < h->m; j++) {
-		if (ct_k_piece(&b, x, ov, ((h->lo + j) & (h->m - 1)) >>
-					    (sh - ov), &pieces[j])) {
+	for (j = 0; !direct && j < h->m; j++) {
+		if (ct_k_piece(&b, x, ov, CT_K_WANT(j), &pieces[j])) {
 			ct_build_abort(&b);
 			if (pieces != piece)
 				free(pieces);
@@ -539,12 +546,16 @@ int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
 		}
 	}
 	for (j = 0; j < h->m; j++) {
+		if (direct)
+			ct_k_piece(&b, x, ov, CT_K_WANT(j), &p);
+		else
+			p = pieces[j];
 		old = j ? ct_d_class(h->at.in, h->lo + j, (uintptr_t)x) : c0;
-		ct_rcu_assign(*ct_hold_slot(h, j), pieces[j] | CT_T_LOCKED);
+		ct_rcu_assign(*ct_hold_slot(h, j), p | CT_T_LOCKED);
 		ct_d_count(h->at.in, old, -1);
-		ct_d_count(h->at.in, ct_d_class(h->at.in, h->lo + j,
-						 pieces[j]), 1);
+		ct_d_count(h->at.in, ct_d_class(h->at.in, h->lo + j, p), 1);
 	}
+#undef CT_K_WANT
 	ct_t_kill(x);
 	if (pieces != piece)
 		free(pieces);
@@ -842,6 +853,8 @@ static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 		err = -EAGAIN;
 	} else if (old->ct_state != CONNTAB_TIMEWAIT) {
 		err = -EEXIST;
+	} else if (ct_t_claimed(ins->tr, old)) {
+		err = -EAGAIN;	/* an eviction's victim: wait, below */
 	} else {
 		/* One store: a reader finds old or n, never neither. */
 		ct_hold_store(&h, ins->leaf);
@@ -850,6 +863,8 @@ static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 		*ins->recycled = old;
 	}
 	ct_hold_unlock(ins->tr, &h);
+	if (err == -EAGAIN)
+		ct_node_wait_evict(old, &ins->tr->base);
 	return err;
 }
 
@@ -920,8 +935,9 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 
 /*
  * Insert @n; with @held the caller already counted it against
- * max_entries (an eviction's victim left its reservation), and keeps
- * that reservation if the insert fails.
+ * max_entries and in the entries (an eviction's victim, still linked,
+ * hands both over: lib/trie-evict.c), and keeps them if the insert
+ * fails.
  */
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held)
@@ -942,8 +958,8 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
 	tr->base.flavor->read_unlock();
-	/* A recycle replaces a counted node. */
-	if (!err && !(recycled && *recycled))
+	/* A recycle replaces a counted node, and so does an eviction. */
+	if (!err && !held && !(recycled && *recycled))
 		ct_t_count(tr, 1, n->ct_state == CONNTAB_TIMEWAIT);
 	return err;
 }
@@ -993,27 +1009,28 @@ static void ct_k_unlock_place(struct ct_trie *tr, struct ct_klock *kl,
 }
 
 /*
- * Sparse x (locked as above) after it lost entries: with none left it
- * goes (not under a sparse parent, whose live count it would change: a
- * state only a concurrent eviction's light removal can leave, see
- * ct_t_tidy()); with one left it is replaced by it (collapse), a shared
- * one cut into its pieces; down to a quarter of its capacity it is
- * compacted when memory allows. True if x was unlinked (to retire).
+ * Sparse x (locked as above) after it lost an entry. Invariant: a linked
+ * sparse node has two live entries or more, outside its writers' lock
+ * holds (a removal is its only way down, and it ends here). With one
+ * left, x is replaced by it (collapse), a shared one cut into its pieces
+ * (pieces of at most one entry need no memory, so that cannot fail);
+ * down to a quarter of its capacity it is compacted when memory allows
+ * (else it stays as it is, valid, and the next removal there tries
+ * again). True if x was unlinked (to retire).
  */
-static bool ct_k_shrink(struct ct_trie *tr, struct ct_klock *kl, bool pk,
+static bool ct_k_shrink(struct ct_trie *tr, struct ct_klock *kl,
 			bool *counted)
 {
 	struct ct_tnode *x = kl->x, *y;
 	unsigned int i;
 
 	if (x->live <= 1 && kl->h.m > 1) {
-		ct_k_unshare(tr, &kl->h, x, kl->c0);	/* <= 1 entry each */
+		if (ct_k_unshare(tr, &kl->h, x, kl->c0))
+			return false;	/* not reached: see above */
 		*counted = true;
 		return true;		/* unshare killed it */
 	}
-	if (x->live == 0 && !pk) {
-		ct_hold_store(&kl->h, 0);
-	} else if (x->live == 1) {
+	if (x->live == 1) {
 		for (i = 0; !ct_k_kid(x)[i]; i++)
 			;
 		ct_hold_store(&kl->h, ct_k_kid(x)[i]);
@@ -1030,15 +1047,15 @@ static bool ct_k_shrink(struct ct_trie *tr, struct ct_klock *kl, bool pk,
 }
 
 /*
- * Remove from sparse x (its kid @idx is the leaf): a tombstone, then
- * x shrinks (above) unless @light: an eviction leaves x as it is until
- * its newcomer is in, so that its victim can go back without memory
- * (lib/trie-evict.c), then calls ct_t_tidy().
+ * Remove @n (the leaf kid @idx of sparse x): a tombstone, then x shrinks
+ * (above). @evict: the caller is the eviction that claimed n; otherwise
+ * a claimed n is waited for and looked for again.
  */
 static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
-			 uintptr_t leaf, bool light, bool *fix)
+			 struct conntab_node *n, bool evict, bool *fix)
 {
 	uint32_t idx = pa->at[pa->n].idx;
+	uintptr_t leaf = ct_w_of(n);
 	struct ct_klock kl, kp;
 	struct ct_tnode *x;
 	bool pk, gone = false, counted = false;
@@ -1046,13 +1063,13 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 	if (ct_k_lock_place(tr, pa, pa->n - 1, &kl, &kp, &pk, fix))
 		return -EAGAIN;
 	x = kl.x;
-	if (idx < x->n && ct_k_kid(x)[idx] == leaf) {
+	if (idx < x->n && ct_k_kid(x)[idx] == leaf &&
+	    ct_t_claimed(tr, n) == evict) {
 		ct_rcu_store(ct_k_kid(x)[idx], 0);
 		x->live--;
-		if (!light)
-			gone = ct_k_shrink(tr, &kl, pk, &counted);
+		gone = ct_k_shrink(tr, &kl, &counted);
 	} else {
-		idx = ~0u;	/* moved meanwhile: look again */
+		idx = ~0u;	/* moved or claimed meanwhile: look again */
 	}
 	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
 	if (gone)
@@ -1061,13 +1078,14 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 }
 
 /*
- * Remove @leaf, an entry of such an x, where ct_k_shrink() would then
+ * Remove @n, an entry of such an x, where ct_k_shrink() would then
  * leave x as it is (two entries or more, above a quarter of its
  * capacity). True if done.
  */
-static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
-			     const uint8_t *s, bool *fix)
+static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
+			     const uint8_t *s, bool evict, bool *fix)
 {
+	uintptr_t leaf = ct_w_of(n);
 	struct ct_tfast f;
 	struct ct_tnode *x;
 	unsigned int live;
@@ -1079,8 +1097,8 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 		return false;
 	x = f.x;
 	live = x->live;
-	if (ct_k_kid(x)[f.ki] != leaf || live < 3 ||
-	    (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
+	if (ct_k_kid(x)[f.ki] != leaf || ct_t_claimed(tr, n) != evict ||
+	    live < 3 || (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
 		ct_t_fast_drop(&f);
 		return false;
 	}
@@ -1093,22 +1111,25 @@ static bool ct_t_remove_fast(struct ct_trie *tr, uintptr_t leaf,
 	return true;
 }
 
-/* @n is out of the table: count it out (not its reservation if @light). */
+/*
+ * @n is out of the table: count it out. An eviction's victim hands its
+ * place in the entries and its reservation to the newcomer already in
+ * (ct_t_insert() with held), so only its TIME_WAIT count goes.
+ */
 static void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
-			 bool light)
+			 bool evict)
 {
-	ct_node_release(n);
-	ct_t_count(tr, -1, n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0);
-	if (!light)
+	long tw = n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0;
+
+	ct_node_release(n);	/* ends an eviction's claim too */
+	ct_t_count(tr, evict ? 0 : -1, tw);
+	if (!evict)
 		ct_unreserve(&tr->base);
 }
 
-/*
- * @light: an eviction's removal (above); the reservation then stays with
- * the caller, for the newcomer.
- */
+/* One try at removing @n (-EAGAIN: moved, or claimed by an eviction). */
 static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
-			const uint8_t *s, bool light, bool *fix)
+			const uint8_t *s, bool evict, bool *fix)
 {
 	uintptr_t leaf = ct_w_of(n);
 	struct ct_tpath pa;
@@ -1116,8 +1137,8 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	struct ct_tnode *in;
 	int err = 0;
 
-	if (!light && ct_t_remove_fast(tr, leaf, s, fix)) {
-		ct_t_removed(tr, n, light);
+	if (ct_t_remove_fast(tr, n, s, evict, fix)) {
+		ct_t_removed(tr, n, evict);
 		return 0;
 	}
 	ct_t_descend(tr, s, &pa);
@@ -1125,11 +1146,11 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		return -ENOENT;
 	in = pa.at[pa.n].in;
 	if (in && ct_t_isk(in))
-		err = ct_t_k_remove(tr, &pa, leaf, light, fix);
+		err = ct_t_k_remove(tr, &pa, n, evict, fix);
 	else {
 		ct_hold_init(&h, &pa.at[pa.n], NULL);
 		ct_hold_lock(tr, &h);
-		if (ct_hold_valid(&h, leaf)) {
+		if (ct_hold_valid(&h, leaf) && ct_t_claimed(tr, n) == evict) {
 			ct_hold_store(&h, 0);
 			ct_hold_reclass(&h, ct_hold_class(&h, leaf), CT_C_EMPTY);
 			ct_t_note_fix(&h, fix);
@@ -1139,79 +1160,42 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		ct_hold_unlock(tr, &h);
 	}
 	if (!err)
-		ct_t_removed(tr, n, light);
+		ct_t_removed(tr, n, evict);
 	return err;
 }
 
 /*
- * An eviction's removal of @n (key string @s; the caller holds the RCU
- * read lock): light, the reservation kept. No reshaping: the caller runs
- * ct_t_tidy(s) when done.
+ * Remove @n. @evict: the eviction that claimed it (lib/trie-evict.c),
+ * its newcomer in; nobody else can unlink n meanwhile, so it is found.
+ * Any other remover of a claimed n waits for the eviction to end: then
+ * n is gone (-ENOENT) or still here, and removed.
  */
-int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
-		      const uint8_t *s)
+int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict)
 {
-	bool fix;
-	int err;
-
-	do {
-		fix = false;
-		err = ct_t_remove1(tr, n, s, true, &fix);
-	} while (err == -EAGAIN);
-	return err;
-}
-
-/* The shrink a light removal left undone at the end of @s's path. */
-static int ct_t_tidy1(struct ct_trie *tr, const uint8_t *s, bool *fix)
-{
-	struct ct_klock kl, kp;
-	struct ct_tpath pa;
-	struct ct_tnode *x;
-	bool pk, gone, counted = false;
-
-	ct_t_descend(tr, s, &pa);
-	if (!pa.n || !ct_t_isk(pa.x[pa.n - 1]))
-		return 0;
-	x = pa.x[pa.n - 1];
-	if (ct_k_lock_place(tr, &pa, pa.n - 1, &kl, &kp, &pk, fix))
-		return -EAGAIN;
-	gone = ct_k_shrink(tr, &kl, pk, &counted);
-	ct_k_unlock_place(tr, &kl, &kp, pk, counted, fix);
-	if (gone)
-		ct_t_retire(tr, x);
-	return 0;
-}
-
-void ct_t_tidy(struct ct_trie *tr, const uint8_t *s)
-{
-	bool fix;
-
-	tr->base.flavor->read_lock();
-	do {
-		fix = false;
-	} while (ct_t_tidy1(tr, s, &fix) == -EAGAIN);
-	ct_t_fix(tr, s);
-	tr->base.flavor->read_unlock();
-}
-
-int ct_trie_remove(struct conntab *t, struct conntab_node *n)
-{
-	struct ct_trie *tr = ct_trie(t);
 	uint8_t s[CT_KEY_STR_BUF];
 	bool fix;
 	int err;
 
 	ct_key_str(&n->ct_key, s);
 	ct_t_prefetch_root(tr, s);	/* its miss overlaps the read lock */
-	t->flavor->read_lock();
-	do {
+	tr->base.flavor->read_lock();
+	for (;;) {
 		fix = false;
-		err = ct_t_remove1(tr, n, s, false, &fix);
+		err = ct_t_remove1(tr, n, s, evict, &fix);
 		if (fix)
 			ct_t_fix(tr, s);
-	} while (err == -EAGAIN);
-	t->flavor->read_unlock();
+		if (err != -EAGAIN)
+			break;
+		if (!evict)
+			ct_node_wait_evict(n, &tr->base);
+	}
+	tr->base.flavor->read_unlock();
 	return err;
+}
+
+int ct_trie_remove(struct conntab *t, struct conntab_node *n)
+{
+	return ct_t_remove(ct_trie(t), n, false);
 }
 
 static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
@@ -1227,8 +1211,8 @@ static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
 		return -ENOENT;
 	ct_hold_init(&h, &pa.at[pa.n], NULL);
 	ct_hold_lock(tr, &h);
-	if (!ct_hold_valid(&h, leaf)) {
-		err = -EAGAIN;
+	if (!ct_hold_valid(&h, leaf) || ct_t_claimed(tr, est)) {
+		err = -EAGAIN;	/* moved, or an eviction's victim: wait */
 	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
 		err = -EINVAL;
 	} else if (tw == est) {
@@ -1254,9 +1238,8 @@ int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 
 	ct_key_str(&est->ct_key, s);
 	t->flavor->read_lock();
-	do {
-		err = ct_t_timewait1(ct_trie(t), est, tw, s);
-	} while (err == -EAGAIN);
+	while ((err = ct_t_timewait1(ct_trie(t), est, tw, s)) == -EAGAIN)
+		ct_node_wait_evict(est, t);
 	t->flavor->read_unlock();
 	return err;
 }

@@ -83,10 +83,10 @@
  * for the whole table (the root word's lock only when the root itself is
  * replaced, or while the root is a sparse node of a small table).
  *
- * conntab_stats() takes no lock at all: counters are kept per writer
- * thread, and the depth comes from a walk of the nodes during which
- * retired nodes are not handed to call_rcu (lib/trie-mem.c), since the
- * caller need not hold the RCU read lock.
+ * conntab_stats() takes no writer lock: counters are kept per writer
+ * thread, and the depth comes from a walk of the nodes under the RCU
+ * read lock, which the call takes itself (its thread is registered, as
+ * a writer's is), as a reader's walk does.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -172,8 +172,8 @@ static void trie_destroy(struct conntab *t,
 
 /*
  * Deepest path, levels counted as a lookup touches them (internal nodes
- * and the leaf). No locks and no RCU read lock: the caller holds the
- * deferral of ct_t_scan_begin(), so no node it reaches is freed.
+ * and the leaf). Under the RCU read lock, without writer locks: every
+ * node it reaches stays allocated until it leaves.
  */
 static size_t ct_depth_sub(uintptr_t p)
 {
@@ -214,9 +214,9 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 	long e = 0, tw = 0, nodes = 0, mem = 0, rs = 0;
 	unsigned int i;
 
-	ct_t_scan_begin(tr);
+	t->flavor->read_lock();
 	st->max_depth = ct_depth_sub(ct_w_load(&tr->root));
-	ct_t_scan_end(tr);
+	t->flavor->read_unlock();
 	for (i = 0; i < CT_TRIE_SHARDS; i++) {
 		const struct ct_trie_count *c = &tr->cnt[i];
 
@@ -236,8 +236,8 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 
 /*
  * Inflations as splits, halvings as merges, and the root's slots when the
- * root is a dense node (the trie's directory). The deferral keeps the
- * root node alive while its width is read.
+ * root is a dense node (the trie's directory). The RCU read lock keeps
+ * the root node alive while its width is read.
  */
 static void trie_resize_stats(struct conntab *t,
 			      struct conntab_resize_stats *rs)
@@ -253,11 +253,11 @@ static void trie_resize_stats(struct conntab *t,
 	}
 	rs->splits = inf > 0 ? (size_t)inf : 0;
 	rs->merges = hal > 0 ? (size_t)hal : 0;
-	ct_t_scan_begin(tr);
+	t->flavor->read_lock();
 	p = ct_w_load(&tr->root);
 	if (p && !ct_w_leaf(p) && !ct_t_isk(ct_w_tn(p)))
 		rs->dir_slots = (size_t)1 << ct_w_tn(p)->w;
-	ct_t_scan_end(tr);
+	t->flavor->read_unlock();
 }
 
 const struct conntab_ops ct_trie_ops = {

@@ -201,6 +201,18 @@ static inline struct ct_dnode *ct_d(struct ct_tnode *x)
 }
 
 /*
+ * A writer's read of dense slot @i of @x: one it holds locked, or one of
+ * a node it is building. Atomic, relaxed: a writer waiting for the slot's
+ * lock reads and compare-and-swaps the same word meanwhile
+ * (ct_t_slot_lock()). The lock bit is masked off.
+ */
+static inline uintptr_t ct_d_slot(struct ct_tnode *x, uint32_t i)
+{
+	return __atomic_load_n(&ct_d(x)->kid[i], __ATOMIC_RELAXED) &
+	       ~CT_T_LOCKED;
+}
+
+/*
  * Prefetch the three lines after the first of internal node @p: a sparse
  * node's kid array starts after its values, and the entry a lookup takes
  * is known only once the values are scanned, so without these the kid's
@@ -410,10 +422,8 @@ struct ct_trie {
 	uint32_t root_geo;
 	/*
 	 * Retired nodes wait on @retired (a lock-free stack) and go to
-	 * call_rcu in batches; conntab_stats() walks the trie without the
-	 * RCU read lock, and while scanners > 0 none goes (lib/trie-mem.c).
+	 * call_rcu in batches (lib/trie-mem.c).
 	 */
-	int scanners;
 	struct rcu_head *retired;
 	unsigned long nretired;
 	struct ct_trie_count cnt[CT_TRIE_SHARDS];
@@ -501,8 +511,6 @@ struct ct_tnode *ct_d_alloc(struct ct_trie *tr, unsigned int pos,
 			    unsigned int w, bool is_short);
 void ct_t_free(struct ct_trie *tr, struct ct_tnode *x);
 void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x);
-void ct_t_scan_begin(struct ct_trie *tr);
-void ct_t_scan_end(struct ct_trie *tr);
 unsigned int ct_k_capfor(unsigned int live);
 
 void ct_t_drain(struct ct_trie *tr);
@@ -552,6 +560,18 @@ void ct_t_check(struct ct_tnode *y);
 #endif
 bool ct_d_wants_resize(const struct ct_tnode *d);
 
+/*
+ * Is @n claimed by an eviction (ct_evict_mark(), lib/trie-evict.c)? Read
+ * under the lock that owns n's place, which the claim is set and cleared
+ * under; elsewhere a hint.
+ */
+static inline bool ct_t_claimed(struct ct_trie *tr,
+				const struct conntab_node *n)
+{
+	return __atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) ==
+	       ct_evict_mark(&tr->base);
+}
+
 /* lib/trie-write.c: the writers. */
 int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 		   struct conntab_node **recycled);
@@ -560,9 +580,7 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 int ct_trie_remove(struct conntab *t, struct conntab_node *n);
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held);
-int ct_t_remove_light(struct ct_trie *tr, struct conntab_node *n,
-		      const uint8_t *s);
-void ct_t_tidy(struct ct_trie *tr, const uint8_t *s);
+int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict);
 int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 		     struct conntab_node *tw);
 
