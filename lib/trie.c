@@ -236,8 +236,9 @@ static void trie_stats(struct conntab *t, struct conntab_stats *st)
 
 /*
  * Inflations as splits, halvings as merges, and the root's slots when the
- * root is a dense node (the trie's directory). The RCU read lock keeps
- * the root node alive while its width is read.
+ * root is a dense node (the trie's directory): from root_geo, which
+ * holds its width, so that no node is read and the call needs neither
+ * the RCU read lock nor a registered thread (conntab_resize_stats(3)).
  */
 static void trie_resize_stats(struct conntab *t,
 			      struct conntab_resize_stats *rs)
@@ -245,7 +246,7 @@ static void trie_resize_stats(struct conntab *t,
 	struct ct_trie *tr = ct_trie(t);
 	long inf = 0, hal = 0;
 	unsigned int i;
-	uintptr_t p;
+	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
 
 	for (i = 0; i < CT_TRIE_SHARDS; i++) {
 		inf += __atomic_load_n(&tr->cnt[i].inflates, __ATOMIC_RELAXED);
@@ -253,11 +254,8 @@ static void trie_resize_stats(struct conntab *t,
 	}
 	rs->splits = inf > 0 ? (size_t)inf : 0;
 	rs->merges = hal > 0 ? (size_t)hal : 0;
-	t->flavor->read_lock();
-	p = ct_w_load(&tr->root);
-	if (p && !ct_w_leaf(p) && !ct_t_isk(ct_w_tn(p)))
-		rs->dir_slots = (size_t)1 << ct_w_tn(p)->w;
-	t->flavor->read_unlock();
+	if (geo)
+		rs->dir_slots = (size_t)1 << (geo & 0xff);
 }
 
 const struct conntab_ops ct_trie_ops = {

@@ -413,6 +413,7 @@ struct ct_trie {
 	 * The root's window while the root word holds a dense node,
 	 * pos << 8 | w, else 0. Written with the root word (under root_lock,
 	 * ct_hold_store()); read without a lock or the RCU read lock by
+	 * conntab_resize_stats() (its width, nothing else) and by
 	 * ct_t_prefetch_root() (an insert before its claim, a remove before
 	 * its read lock), which may pair it with another root than the one
 	 * it reads: it only computes an address to prefetch from the pair,

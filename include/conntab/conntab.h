@@ -445,9 +445,11 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  *
  * Below max_entries, or with max_entries 0, it is conntab_insert().
  * @p rank runs under the library's writer lock (CONNTAB_TRIE: under its RCU
- * read lock; the trie unlinks the victim before it links @p n, and puts
- * the victim back if linking @p n fails): it must be short, must not
- * block, and must not call conntab functions on @p t.
+ * read lock; the trie claims the victim, links @p n, then unlinks the
+ * victim, and a writer that meets a claimed victim waits for the call to
+ * end): it must be short, must not block, and must not call conntab
+ * functions on @p t. Whatever the backend, an error return never comes
+ * with a victim: @p evicted is NULL and the table is as it was.
  * @param t       table
  * @param n       node, initialised, in no table
  * @param key     copied into @p n
