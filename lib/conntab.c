@@ -331,6 +331,38 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 	return t->ops->remove(t, n);
 }
 
+/*
+ * Look the key up and remove what was found, under the RCU read lock so
+ * that the node found cannot be freed before the remove has looked at
+ * it. -ENOENT from the remove means another writer unlinked or replaced
+ * that node in between (a remove, a timewait to a new node, a recycle):
+ * look again, and whatever holds the key now is the one to remove. Each
+ * retry follows another writer's success, so the loop ends.
+ */
+CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
+						   const struct conntab_key *key)
+{
+	struct conntab_node *n;
+	int err;
+
+	if (!t || !key || !ct_key_valid(key)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ct_writer_check(t, "conntab_remove_key()");
+	t->flavor->read_lock();
+	do {
+		n = t->lookup(t, key);
+		err = n ? t->ops->remove(t, n) : -ENOENT;
+	} while (n && err == -ENOENT);
+	t->flavor->read_unlock();
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return n;
+}
+
 CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 				 struct conntab_node *tw)
 {

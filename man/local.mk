@@ -40,6 +40,7 @@ dist_man3_MANS = \
 	man/man3/conntab_node_state.3 \
 	man/man3/conntab_entry.3 \
 	man/man3/conntab_remove.3 \
+	man/man3/conntab_remove_key.3 \
 	man/man3/conntab_scan.3 \
 	man/man3/conntab_stats.3 \
 	man/man3/conntab_resize_stats.3 \

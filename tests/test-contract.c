@@ -524,6 +524,55 @@ START_TEST(remove_errors)
 }
 END_TEST
 
+/* conntab_remove_key(): errors, both states, the node returned. */
+START_TEST(remove_key)
+{
+	struct conntab *t = t_table(B, 0, 0);
+	struct conntab_key k1, k2, k3, bad;
+	struct tconn c[3];
+
+	t_conns_init(c, 3);
+	t_key(&k1, 1);
+	t_key(&k2, 3);		/* IPv6 */
+	t_key(&k3, 4);
+	memset(&bad, 0, sizeof(bad));	/* family 0 */
+	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k1), 0);
+	ck_assert_int_eq(conntab_insert(t, &c[1].node, &k2), 0);
+	errno = 0;
+	ck_assert_ptr_null(conntab_remove_key(NULL, &k1));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(conntab_remove_key(t, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(conntab_remove_key(t, &bad));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(conntab_remove_key(t, &k3));
+	ck_assert_int_eq(errno, ENOENT);
+	t_expect_counts(t, 2, 0);
+	/* ESTABLISHED, then TIME_WAIT in a node of its own. */
+	ck_assert_ptr_eq(conntab_remove_key(t, &k1), &c[0].node);
+	ck_assert(t_lookup(t, &k1) == NULL);
+	ck_assert_int_eq(conntab_remove(t, &c[0].node), -ENOENT);
+	ck_assert_int_eq(conntab_timewait(t, &c[1].node, &c[2].node), 0);
+	t_expect_counts(t, 1, 1);
+	ck_assert_ptr_eq(conntab_remove_key(t, &k2), &c[2].node);
+	t_expect_counts(t, 0, 0);
+	errno = 0;
+	ck_assert_ptr_null(conntab_remove_key(t, &k2));
+	ck_assert_int_eq(errno, ENOENT);
+	/* Inside a read-side section too, as any writer. */
+	conntab_node_init(&c[0].node);	/* no reader: reuse at once */
+	ck_assert_int_eq(conntab_insert(t, &c[0].node, &k1), 0);
+	rcu_read_lock();
+	ck_assert_ptr_eq(conntab_remove_key(t, &k1), &c[0].node);
+	rcu_read_unlock();
+	t_expect_counts(t, 0, 0);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 START_TEST(remove_many)
 {
 	enum { N = 1000 };
@@ -777,7 +826,7 @@ int main(void)
 		insert_basic, insert_exists, insert_busy, insert_inval,
 		insert_nospc, recycle,
 		lookup_null, lookup_batch,
-		remove_errors, remove_many,
+		remove_errors, remove_key, remove_many,
 		timewait_in_place, timewait_separate, timewait_errors,
 		writers_in_read_section, resize_stats,
 	};

@@ -10,6 +10,16 @@
  * counted is in the table for as long as it is counted: an insert that
  * brings the count above one has put a second node of the key in the
  * table. After the run the table must hold exactly the counted nodes.
+ *
+ * conntab_remove_key() against writers that replace the key's node all
+ * the time (remove_key_vs_flips): a flipper keeps every key present,
+ * moving its node to TIME_WAIT (a new node) and recycling it by a new
+ * established one, while a remover takes keys out by key alone and puts
+ * them back. Since only the remover removes, every remove_key() finds
+ * its key: it must return a node of that key, never NULL, whatever node
+ * held the key when the call began; and each node is unlinked once (the
+ * remover retires what remove_key() returned, the flipper what its own
+ * calls replaced; a double unlink would double-free under ASan).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -216,14 +226,123 @@ START_TEST(racing_writers)
 }
 END_TEST
 
+struct flipper {
+	pthread_t tid;
+	uint64_t rng;
+	unsigned long flips;
+};
+
+/* Keep every key present, its node replaced again and again. */
+static void *flipper_main(void *arg)
+{
+	struct flipper *f = arg;
+	struct conntab_node *n, *old;
+	struct conntab_key k;
+	struct tconn *c;
+	uint32_t id;
+	int err;
+
+	rcu_register_thread();
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		id = (uint32_t)(th_rnd(&f->rng) % NK);
+		t_key_small(&k, id);
+		c = t_conn_new(id);
+		rcu_read_lock();
+		n = conntab_lookup(table, &k);
+		if (n && conntab_node_state(n) == CONNTAB_ESTABLISHED) {
+			err = conntab_timewait(table, n, &c->node);
+			if (!err)
+				th_retire(t_conn_of(n));
+		} else {
+			/* TIME_WAIT, or absent while the remover has it. */
+			old = NULL;
+			err = conntab_insert_recycle(table, &c->node, &k, &old);
+			if (!err && old)
+				th_retire(t_conn_of(old));
+		}
+		rcu_read_unlock();
+		if (err)	/* the remover, or the other path, came first */
+			t_conn_free_now(c);	/* never linked */
+		else
+			th_tick(&f->flips);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(remove_key_vs_flips)
+{
+	static struct flipper fl;
+	unsigned long removes = 0, back = 0;
+	struct conntab_node *n;
+	struct conntab_key k;
+	struct tconn *c;
+	uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+	uint32_t i, id;
+
+	table = t_table(B, 0, 0);
+	stop = 0;
+	th_reset();
+	for (i = 0; i < NK; i++) {
+		t_key_small(&k, i);
+		c = t_conn_new(i);
+		ck_assert_int_eq(conntab_insert(table, &c->node, &k), 0);
+	}
+	memset(&fl, 0, sizeof(fl));
+	fl.rng = rng * 3 + 1;
+	ck_assert_int_eq(pthread_create(&fl.tid, NULL, flipper_main, &fl), 0);
+	/* The remover is this thread: it runs until both have done enough. */
+	for (;;) {
+		id = (uint32_t)(th_rnd(&rng) % NK);
+		t_key_small(&k, id);
+		n = conntab_remove_key(table, &k);
+		if (!n)
+			th_report("%s: remove_key(%u): NULL, errno %d", BN, id,
+				  errno);
+		else if (th_check_node(n, &k, id, "remove_key") == 0)
+			th_retire(t_conn_of(n));
+		th_tick(&removes);
+		c = t_conn_new(id);
+		if (conntab_insert(table, &c->node, &k) == 0)
+			back++;
+		else		/* the flipper's recycle put it back first */
+			t_conn_free_now(c);
+		if (removes >= 20000 && fl.flips >= 20000)
+			break;
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(fl.tid, NULL);
+	printf("%s: %lu remove_key calls, %lu put back by the remover, %lu "
+	       "flips; %lu errors\n", BN, removes, back, fl.flips,
+	       th_errors());
+	ck_assert_msg(th_errors() == 0, "%s: %lu errors, first: %s", BN,
+		      th_errors(), th_first_error());
+	/* Every key is present, once; empty the table by key. */
+	for (i = 0; i < NK; i++) {
+		t_key_small(&k, i);
+		n = conntab_remove_key(table, &k);
+		ck_assert_ptr_nonnull(n);
+		th_retire(t_conn_of(n));
+		errno = 0;
+		ck_assert_ptr_null(conntab_remove_key(table, &k));
+		ck_assert_int_eq(errno, ENOENT);
+	}
+	conntab_destroy(table, NULL);
+	rcu_barrier();
+	th_quarantine_flush();
+}
+END_TEST
+
 int main(void)
 {
-	const TTest *const per_backend[] = { racing_writers };
+	const TTest *const per_backend[] = { racing_writers,
+					     remove_key_vs_flips };
 	Suite *s = suite_create("race");
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 1, 60);
+	t_add_backend_cases(s, per_backend,
+			    sizeof(per_backend) / sizeof(per_backend[0]), 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;

@@ -327,6 +327,22 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n);
 
 /**
+ * Unlink the node that holds @p key (ESTABLISHED or TIME_WAIT), for a
+ * caller that has the key and not the node. One writer step: the node
+ * returned held @p key and was unlinked by this call; a concurrent
+ * remove, timewait or recycle of it is retried against whatever node
+ * then holds the key. The calling thread is registered with the table's
+ * flavor (the call takes the RCU read lock itself; it may also be made
+ * inside one). Free or reuse the node only after a grace period.
+ * @param t   table
+ * @param key the connection's key
+ * @return the unlinked node; NULL with errno ENOENT if no node holds
+ *         @p key, EINVAL for a NULL argument or a malformed key
+ */
+CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
+						   const struct conntab_key *key);
+
+/**
  * Replace the ESTABLISHED node @p est with @p tw in state CONNTAB_TIMEWAIT,
  * same key, in one step: a concurrent lookup finds @p est or @p tw, never
  * neither. @p tw may equal @p est to flip the state in place; otherwise
