@@ -158,6 +158,7 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 		*evicted = v;
 	} else {
 		/* Claimed again for the table before it is linked again. */
+		ct_delay(CT_DP_TR_PUB_EVICT);
 		__atomic_store_n(&v->ct_owner, t, __ATOMIC_RELEASE);
 		if (ct_t_insert(tr, v, NULL, true)) {
 			ct_node_release(v);

@@ -168,6 +168,7 @@ static void ct_t_flush(struct ct_trie *tr)
 	b = malloc(sizeof(*b));
 	if (b) {
 		b->list = rh;
+		ct_delay(CT_DP_TR_RETIRE_FLUSH);
 		tr->base.flavor->update_call_rcu(&b->rh, ct_t_free_batch);
 		return;
 	}
@@ -198,6 +199,7 @@ void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 	size_t sz = ct_t_size(x);
 	unsigned long n;
 
+	ct_delay(CT_DP_TR_RETIRE);
 	ct_t_account(tr, -1, -(long)sz);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	old = __atomic_load_n(&tr->retired, __ATOMIC_RELAXED);
