@@ -562,8 +562,7 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc || opt.threads < 1 || opt.threads > MAX_THREADS ||
 	    opt.evictors > MAX_THREADS || opt.nkeys < 4 ||
-	    opt.nkeys > (1u << 22) || opt.nkeys % 4 ||
-	    opt.nkeys % (opt.evictors ? opt.evictors : 1)) {
+	    opt.nkeys > (1u << 22) || opt.nkeys % 4) {
 		usage(stderr);
 		return 2;
 	}
