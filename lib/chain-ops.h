@@ -60,6 +60,7 @@ static inline int ct_chain_remove_locked(struct conntab *t,
 	struct conntab_node **pprev;
 
 	/* Recheck under the lock: a racing remove may have won. */
+	ct_delay(CT_DP_CHAIN_LOCK_REMOVE);
 	if (!ct_node_owned(n, t) || !(pprev = ct_chain_pprev(head, n)))
 		return -ENOENT;
 	/* Release: a mover's invariants (exthash I2) need it; free on x86. */
@@ -85,12 +86,14 @@ static inline int ct_chain_timewait_locked(struct conntab *t,
 {
 	struct conntab_node **pprev;
 
+	ct_delay(CT_DP_CHAIN_LOCK_TIMEWAIT);
 	if (!ct_node_owned(est, t) || !(pprev = ct_chain_pprev(head, est)))
 		return -ENOENT;
 	if (est->ct_state != CONNTAB_ESTABLISHED)
 		return -EINVAL;
 	if (tw == est) {
 		/* Same node, same place: readers see either state. */
+		ct_delay(CT_DP_CHAIN_PUB_TW_STATE);
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
 	} else {

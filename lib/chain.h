@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "conntab/conntab.h"
+#include "delay.h"
 #include "key.h"
 #include "rcu.h"
 
@@ -66,6 +67,7 @@ ct_chain_scan(struct conntab_node *const *head, uint32_t h,
 	     n = ct_rcu_deref(n->ct_next)) {
 		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
 			return n;
+		ct_delay(CT_DP_CHAIN_READ_NEXT);
 	}
 	*end = n;
 	return NULL;
@@ -130,6 +132,7 @@ static inline void ct_chain_push(struct conntab_node **head,
 				 struct conntab_node *n)
 {
 	n->ct_next = *head;
+	ct_delay(CT_DP_CHAIN_PUB_PUSH);
 	ct_rcu_assign(*head, n);	/* pairs with ct_rcu_deref in readers */
 }
 
@@ -144,6 +147,7 @@ static inline void ct_chain_unlink_release(struct conntab_node **pprev,
 					   struct conntab_node *n)
 {
 	/* n->ct_next stays: a reader on n goes on to its old successor. */
+	ct_delay(CT_DP_CHAIN_UNLINK);
 	ct_rcu_assign(*pprev, n->ct_next);	/* pairs with readers' fence */
 }
 
@@ -168,8 +172,11 @@ static inline void ct_chain_move(struct conntab_node **pprev,
 {
 	struct conntab_node *succ = n->ct_next;
 
+	ct_delay(CT_DP_CHAIN_PUB_MOVE_LINK);
 	ct_rcu_assign(n->ct_next, *dst);
+	ct_delay(CT_DP_CHAIN_PUB_MOVE_DST);
 	ct_rcu_assign(*dst, n);
+	ct_delay(CT_DP_CHAIN_UNLINK_MOVE);
 	ct_rcu_assign(*pprev, succ);
 }
 
@@ -183,6 +190,7 @@ static inline void ct_chain_replace(struct conntab_node **pprev,
 				    struct conntab_node *new)
 {
 	new->ct_next = old->ct_next;
+	ct_delay(CT_DP_CHAIN_PUB_REPLACE);
 	ct_rcu_assign(*pprev, new);	/* pairs with ct_rcu_deref in readers */
 }
 

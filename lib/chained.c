@@ -222,6 +222,7 @@ static int chained_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 	 */
 	for (i = 0; i <= c->mask; i++) {
 		for (n = ct_rcu_deref(c->buckets[i]); !ct_is_nulls(n); n = next) {
+			ct_delay(CT_DP_WALK_READ_NEXT);
 			next = ct_rcu_deref(n->ct_next);
 			if (state != CT_WALK_ALL &&
 			    conntab_node_state(n) != (enum conntab_state)state)

@@ -16,6 +16,7 @@
 
 #include "conntab/conntab.h"
 #include "aes.h"
+#include "delay.h"
 #include "hash.h"
 #include "lock.h"
 #include "rcu.h"

@@ -256,6 +256,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 	n->ct_key = *key;
 	n->ct_hash = h;
 	n->ct_state = CONNTAB_ESTABLISHED;
+	ct_delay(CT_DP_FE_PUB_CLAIM);
 	if (rank && !t->ops->insert_evict)
 		err = -EOPNOTSUPP;
 	else if (rank)
@@ -328,6 +329,7 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 	ct_writer_check(t, "conntab_remove()");
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
+	ct_delay(CT_DP_FE_LOCK_OWNER);
 	return t->ops->remove(t, n);
 }
 
@@ -373,6 +375,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 	ct_writer_check(t, "conntab_timewait()");
 	if (!ct_node_owned(est, t))
 		return -ENOENT;
+	ct_delay(CT_DP_FE_LOCK_OWNER);
 	if (tw != est) {
 		if (!ct_node_claim(tw, t))
 			return -EBUSY;
@@ -383,6 +386,7 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 		tw->ct_key = est->ct_key;
 		tw->ct_hash = est->ct_hash;
 		tw->ct_state = CONNTAB_TIMEWAIT;
+		ct_delay(CT_DP_FE_PUB_TW_CLAIM);
 	}
 	err = t->ops->timewait(t, est, tw);
 	if (err && tw != est)

@@ -104,8 +104,10 @@ static inline bool ct_victim_trylock(const struct ct_victim *v, uint32_t *lock,
 	if (lock == own || lock == v->lock)
 		return true;
 	for (i = 0; i < CT_EVICT_SPIN; i++) {
-		if (ct_spin_trylock(lock))
+		if (ct_spin_trylock(lock)) {
+			ct_delay(CT_DP_EVICT_LOCK_OTHER);
 			return true;
+		}
 		ct_cpu_relax();
 	}
 	return false;
@@ -142,6 +144,7 @@ static inline void ct_victim_unlink(const struct ct_victim *v)
 {
 	struct conntab_node **pprev = ct_chain_pprev(v->head, v->node);
 
+	ct_delay(CT_DP_EVICT_UNLINK);
 	ct_chain_unlink_release(pprev, v->node);
 	ct_node_release(v->node);
 }

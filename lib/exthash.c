@@ -314,9 +314,10 @@ static struct ct_xseg *xh_retire_locked(struct ct_exthash *x,
 
 static void xh_retire_batch(struct ct_exthash *x, struct ct_xseg *batch)
 {
-	if (batch)
-		x->base.flavor->update_call_rcu(&batch->rcu,
-						xh_batch_free_rcu);
+	if (!batch)
+		return;
+	ct_delay(CT_DP_XH_RETIRE_SEG);
+	x->base.flavor->update_call_rcu(&batch->rcu, xh_batch_free_rcu);
 }
 
 static size_t xh_dir_bytes(unsigned int depth)
@@ -402,6 +403,7 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 		 * Pairs with the release stores of xh_move_all(): if the pass
 		 * missed a node because it moved, succ[] (set before) shows.
 		 */
+		ct_delay(CT_DP_XH_READ_SUCC);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		next = ct_rcu_deref(s->succ[xh_bit(h, s->depth)]);
 		if (next) {
@@ -433,6 +435,7 @@ static struct ct_xseg *xh_lock(struct ct_exthash *x, uint32_t h)
 		__builtin_prefetch(&s->head[xh_idx(h)], 1);
 		ct_spin_lock(&s->lock);
 		/* I3: the directory already points past a dead segment. */
+		ct_delay(CT_DP_XH_LOCK_SEG);
 		if (!s->dead)
 			return s;
 		ct_spin_unlock(&s->lock);
@@ -450,6 +453,7 @@ static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 
 	lo = (size_t)s->prefix << (d->depth - s->depth);
 	hi = (size_t)(s->prefix + 1) << (d->depth - s->depth);
+	ct_delay(CT_DP_XH_PUB_SLOTS);
 	for (i = lo; i < hi; i++)
 		ct_rcu_assign(d->slot[i], s);	/* pairs with xh_seg_rcu */
 	if (!p)
@@ -485,9 +489,12 @@ static void xh_move_chain(struct ct_xseg *from, unsigned int i)
 		n = *pp;
 		to = from->succ[xh_bit(n->ct_hash, from->depth)];
 		/* n is visible: its new link must be a release (I2). */
+		ct_delay(CT_DP_XH_PUB_MOVE_LINK);
 		ct_rcu_assign(n->ct_next, to->head[i]);
+		ct_delay(CT_DP_XH_PUB_MOVE_HEAD);
 		ct_rcu_assign(to->head[i], n);
 		/* Only now cut n off; the chain ends on its marker again. */
+		ct_delay(CT_DP_XH_UNLINK_MOVE);
 		ct_rcu_assign(*pp, end);
 		to->count++;
 		from->count--;
@@ -611,6 +618,7 @@ static void xh_start_resize(struct ct_exthash *x, unsigned int depth)
 	if (!p)
 		return;	/* ENOMEM: keep the directory; chains get longer */
 	ct_spin_lock(&x->dir_lock);
+	ct_delay(CT_DP_XH_LOCK_DIR_RESIZE);
 	if (depth == x->dir->depth + 1 ? xh_grow_ok(x) :
 	    depth + 1 == x->dir->depth && xh_shrink_ok(x)) {
 		xh_set_pending(x, p);
@@ -653,11 +661,13 @@ static void xh_resize_step(struct ct_exthash *x)
 		x->fill = end;
 		if (end == size) {
 			/* Slots written before: pairs with xh_seg_rcu. */
+			ct_delay(CT_DP_XH_PUB_DIR);
 			ct_rcu_assign(x->dir, p);
 			xh_set_pending(x, NULL);
 			x->dir_resizes++;
 			CT_PROBE(exthash_dir_resize, x, (size_t)1 << d->depth,
 				 (size_t)1 << p->depth);
+			ct_delay(CT_DP_XH_RETIRE_DIR);
 			x->base.flavor->update_call_rcu(&d->rcu,
 							xh_dir_free_rcu);
 		}
@@ -716,6 +726,7 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	x->splits++;
 	x->splitting--;
 	CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
+	ct_delay(CT_DP_XH_UNLINK_SEG);
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
 	batch = xh_retire_locked(x, s);
@@ -754,11 +765,13 @@ static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s)
 	if (!s0 || !s1)
 		goto out_free;
 	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
+	ct_delay(CT_DP_XH_LOCK_DIR_SPLIT);
 	ok = xh_reserve_split(x, l);
 	ct_spin_unlock(&x->dir_lock);
 	if (!ok)
 		goto out_free;
 	/* I1: initialised children, set before the first node moves. */
+	ct_delay(CT_DP_XH_PUB_SUCC);
 	ct_rcu_assign(s->succ[0], s0);
 	ct_rcu_assign(s->succ[1], s1);
 	s->splitting = 1;
@@ -805,6 +818,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	/* I6: the buddy is only try-locked, so any order is deadlock-free. */
 	if (o == s || !ct_spin_trylock(&o->lock))
 		return NULL;
+	ct_delay(CT_DP_XH_LOCK_BUDDY);
 	if (o->dead || o->splitting || o->depth != l ||
 	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE)
 		goto out_unlock;
@@ -814,6 +828,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	/* Unreachable for writers until published; locked for our caller. */
 	ct_spin_lock(&m->lock);
 	/* I1: both halves lead to m before any node moves. */
+	ct_delay(CT_DP_XH_PUB_MERGE_SUCC);
 	ct_rcu_assign(s->succ[0], m);
 	ct_rcu_assign(s->succ[1], m);
 	ct_rcu_assign(o->succ[0], m);
@@ -828,6 +843,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	x->merges++;
 	CT_PROBE(exthash_merge, x, l - 1, x->nb);
 	*halve = *halve || xh_shrink_ok(x);
+	ct_delay(CT_DP_XH_UNLINK_SEG);
 	s->dead = 1;	/* I3 */
 	o->dead = 1;
 	/* Still under our read lock: s and o stay valid until we leave it. */
@@ -1153,6 +1169,7 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 		for (i = 0; i < XH_HEADS; i++)
 			foreign |= !ct_walk_sel_chain(sel, &s->head[i],
 						      xh_marker_id(s, i));
+		ct_delay(CT_DP_XH_READ_SNAP);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as xh_find */
 		next = ct_rcu_deref(s->succ[xh_bit(r, s->depth)]);
 		if (next) {

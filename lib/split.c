@@ -169,6 +169,7 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 		split_seq_begin(s);
 		ct_chain_push(est, n);
 		ct_chain_unlink_release(pprev, old);
+		ct_delay(CT_DP_SP_PUB_SEQ_END);
 		split_seq_end(s);
 		ct_node_release(old);
 		ct_stripe_add(s, 0, -1);
@@ -241,6 +242,7 @@ split_scan(struct ct_split *sp, uint32_t b, uint32_t h,
 	 * Pairs with the release stores of (R): if the est scan saw a node
 	 * of our key unlinked by a move to tw, the tw scan sees it linked.
 	 */
+	ct_delay(CT_DP_SP_READ_TW);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return ct_chain_lookup(&sp->heads[id + 1], id + 1, h, k);
 }
@@ -276,6 +278,7 @@ split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
 		n = split_scan(sp, b, h, k);
 		if (n)
 			return n;
+		ct_delay(CT_DP_SP_READ_SEQ);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq)
 			return NULL;
@@ -343,6 +346,7 @@ static int split_remove(struct conntab *t, struct conntab_node *n)
 	s = ct_lock_hash(&sp->locks, h);
 	/* Recheck under the lock: a racing remove may have won. By (S) the
 	 * state names the chain. */
+	ct_delay(CT_DP_SP_LOCK_REMOVE);
 	if (ct_node_owned(n, t) &&
 	    (pprev = ct_chain_pprev(split_head(sp, b, n->ct_state), n))) {
 		ct_chain_unlink_release(pprev, n);
@@ -366,6 +370,7 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 	int err = 0;
 
 	s = ct_lock_hash(&sp->locks, h);
+	ct_delay(CT_DP_SP_LOCK_TIMEWAIT);
 	if (!ct_node_owned(est, t) ||
 	    !(pprev = ct_chain_pprev(split_head(sp, b, est->ct_state), est))) {
 		err = -ENOENT;
@@ -378,6 +383,7 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 		 * of the tw chain never sees it ESTABLISHED; a reader that
 		 * finds it on est meanwhile sees either state.
 		 */
+		ct_delay(CT_DP_SP_PUB_TW_STATE);
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
 		ct_chain_move(pprev, est, twhead);
@@ -420,6 +426,7 @@ static bool split_walk_pass(struct conntab *t, size_t b, int state,
 	if (state == CONNTAB_ESTABLISHED)
 		return true;
 	/* Pairs with (R): a node gone from the est scan is on tw. */
+	ct_delay(CT_DP_SP_READ_TW);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	ct_walk_sel_chain(sel, &sp->heads[id + 1], id + 1);
 	return true;

@@ -160,9 +160,11 @@ static int ct_t_claim1(struct ct_trie *tr, struct conntab_node *v,
 		err = -EAGAIN;
 	else if (__atomic_load_n(&v->ct_owner, __ATOMIC_RELAXED) != &tr->base)
 		err = -ENOENT;
-	else	/* relaxed: the lock's release publishes it to writers */
+	else {	/* relaxed: the lock's release publishes it to writers */
+		ct_delay(CT_DP_TR_PUB_EVICT);
 		__atomic_store_n(&v->ct_owner, ct_evict_mark(&tr->base),
 				 __ATOMIC_RELAXED);
+	}
 	ct_hold_unlock(tr, &h);
 	return err;
 }
@@ -194,16 +196,19 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 			break;
 		/* gone, or another eviction's: room, or another sample */
 	}
+	ct_delay(CT_DP_TR_EVICT_HELD);
 	err = ct_t_insert(tr, n, NULL, true);
 	if (err) {
 		/*
 		 * The claim ends with v where it was: release, so that a
 		 * writer waiting in ct_node_wait_evict() sees v's state.
 		 */
+		ct_delay(CT_DP_TR_PUB_EVICT);
 		__atomic_store_n(&v->ct_owner, t, __ATOMIC_RELEASE);
 		return err;
 	}
 	/* Only this call can unlink v now: it is found. */
+	ct_delay(CT_DP_TR_EVICT_HELD);
 	err = ct_t_remove(tr, v, true);
 #ifdef CT_DEBUG
 	if (err) {

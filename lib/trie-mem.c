@@ -167,6 +167,7 @@ static void ct_t_flush(struct ct_trie *tr)
 	b = malloc(sizeof(*b));
 	if (b) {
 		b->list = rh;
+		ct_delay(CT_DP_TR_RETIRE_FLUSH);
 		tr->base.flavor->update_call_rcu(&b->rh, ct_t_free_batch);
 		return;
 	}
@@ -196,6 +197,7 @@ void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 	size_t sz = ct_t_size(x);
 	unsigned long n;
 
+	ct_delay(CT_DP_TR_RETIRE);
 	ct_t_account(tr, -1, -(long)sz);
 	old = __atomic_load_n(&tr->retired, __ATOMIC_RELAXED);
 	do {

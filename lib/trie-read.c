@@ -29,6 +29,7 @@ ct_t_step(struct ct_tnode *x, const uint8_t *s)
 	uint32_t c = ct_bits(s, x->pos, x->w);
 	int i;
 
+	ct_delay(CT_DP_TR_READ_STEP);
 	if (!ct_t_isk(x))
 		return ct_w_load(&ct_d(x)->kid[c]);
 	i = ct_k_find(x, c);
@@ -165,6 +166,7 @@ static int ct_walk_kids(struct ct_walk *w, struct ct_tnode *x,
 	long after = -1;
 	int i, ret;
 
+	ct_delay(CT_DP_TR_READ_STEP);
 	if (!ct_t_isk(x)) {
 		ct_d_range(x, ov, pre, &lo, &hi);
 		for (c = lo; c <= hi; c++) {

@@ -704,6 +704,7 @@ static int ct_d_resize(struct ct_trie *tr, const struct ct_tpath *pa,
 	}
 	for (i = 0; i < (1u << d->w); i++)
 		ct_t_slot_lock(&ct_d(d)->kid[i]);
+	ct_delay(CT_DP_TR_LOCK_RESIZE);
 	if (!ct_d_wants_resize(d)) {
 		/* someone else did it */
 	} else if (ct_d_single(d, &w)) {
@@ -724,6 +725,7 @@ static int ct_d_resize(struct ct_trie *tr, const struct ct_tpath *pa,
 		c0 = ct_hold_class(&h, (uintptr_t)d);
 		ct_hold_store(&h, w);
 		ct_hold_reclass(&h, c0, ct_hold_class(&h, w));
+		ct_delay(CT_DP_TR_UNLINK_KILL);
 		ct_t_mark(d, CT_T_DEAD);
 		if (which)
 			__atomic_add_fetch(which == 1 ?

@@ -124,6 +124,7 @@ static bool ct_scan_dense(struct ct_scan *sc, struct ct_tnode *x, uint32_t lo,
 	uint32_t c = lo, pc = 0;
 	uintptr_t q;
 
+	ct_delay(CT_DP_TR_READ_STEP);
 	if (tight) {
 		pc = ct_bits(sc->p, x->pos, x->w);
 		c = pc > lo ? pc : lo;
@@ -153,6 +154,7 @@ static bool ct_scan_sparse(struct ct_scan *sc, struct ct_tnode *x,
 	uint32_t pc = 0;
 	int i;
 
+	ct_delay(CT_DP_TR_READ_STEP);
 	if (tight) {
 		pc = ct_bits(sc->p, x->pos, x->w);
 		after = (long)pc - 1;

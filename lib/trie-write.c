@@ -46,6 +46,7 @@ bool ct_hold_valid(const struct ct_thold *h, uintptr_t want)
 {
 	uint32_t j;
 
+	ct_delay(CT_DP_TR_LOCK_HOLD);
 	if (h->at.in && ct_t_dead(h->at.in))
 		return false;
 	if (!h->at.in || ct_t_isk(h->at.in))
@@ -67,6 +68,7 @@ void ct_hold_store(const struct ct_thold *h, uintptr_t v)
 	struct ct_trie *tr;
 	uint32_t j;
 
+	ct_delay(CT_DP_TR_PUB_HOLD);
 	if (!h->at.in) {	/* the root word, in struct ct_trie */
 		tr = (struct ct_trie *)(void *)((char *)h->at.slot -
 						offsetof(struct ct_trie, root));
@@ -408,6 +410,7 @@ static int ct_t_leaf_split(struct ct_tins *ins, const struct ct_tpath *pa,
 /* Mark @x unlinked: writers that lock it from now on start again. */
 static void ct_t_kill(struct ct_tnode *x)
 {
+	ct_delay(CT_DP_TR_UNLINK_KILL);
 	ct_t_mark(x, CT_T_DEAD);
 }
 
@@ -551,6 +554,7 @@ int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
 		else
 			p = pieces[j];
 		old = j ? ct_d_class(h->at.in, h->lo + j, (uintptr_t)x) : c0;
+		ct_delay(CT_DP_TR_PUB_UNSHARE);
 		ct_rcu_assign(*ct_hold_slot(h, j), p | CT_T_LOCKED);
 		ct_d_count(h->at.in, old, -1);
 		ct_d_count(h->at.in, ct_d_class(h->at.in, h->lo + j, p), 1);
@@ -594,12 +598,15 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 	} else if (!ct_t_reserve(ins)) {
 		err = -ENOSPC;
 	} else if (i >= 0) {
+		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
 		x->live++;
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)pa->v;
+		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
+		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
 		x->live++;
 	} else if (x->live < CT_T_KMAX) {
@@ -716,6 +723,7 @@ static inline __attribute__((always_inline)) bool
 ct_t_fast_lock(const struct ct_tfast *f)
 {
 	ct_t_slot_lock(f->slot);
+	ct_delay(CT_DP_TR_LOCK_FAST);
 	if (ct_t_dead(f->d) ||
 	    (__atomic_load_n(f->slot, __ATOMIC_RELAXED) & ~CT_T_LOCKED) !=
 	    (uintptr_t)f->x) {
@@ -813,12 +821,15 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	 * which pairs with the acquire load of n in ct_k_find().
 	 */
 	if (i >= 0) {
+		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
 		x->live++;
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)v;
+		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
+		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
 		x->live++;
 	} else {
@@ -829,6 +840,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 			return -ENOMEM;
 		}
 		/* Publishes y; the slot stays locked until unlocked below. */
+		ct_delay(CT_DP_TR_PUB_COPY);
 		ct_rcu_assign(*f.slot, (uintptr_t)y | CT_T_LOCKED);
 		ct_t_kill(x);
 	}
@@ -1065,6 +1077,7 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 	x = kl.x;
 	if (idx < x->n && ct_k_kid(x)[idx] == leaf &&
 	    ct_t_claimed(tr, n) == evict) {
+		ct_delay(CT_DP_TR_UNLINK_LEAF);
 		ct_rcu_store(ct_k_kid(x)[idx], 0);
 		x->live--;
 		gone = ct_k_shrink(tr, &kl, &counted);
@@ -1105,6 +1118,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 	moves = ct_k_class_moves(x, live, live - 1);
 	c0 = ct_t_fast_class(&f, moves);
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
+	ct_delay(CT_DP_TR_UNLINK_LEAF);
 	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
 	x->live--;
 	ct_t_fast_unlock(&f, moves, c0, fix);
@@ -1151,6 +1165,7 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		ct_hold_init(&h, &pa.at[pa.n], NULL);
 		ct_hold_lock(tr, &h);
 		if (ct_hold_valid(&h, leaf) && ct_t_claimed(tr, n) == evict) {
+			ct_delay(CT_DP_TR_UNLINK_LEAF);
 			ct_hold_store(&h, 0);
 			ct_hold_reclass(&h, ct_hold_class(&h, leaf), CT_C_EMPTY);
 			ct_t_note_fix(&h, fix);
@@ -1217,6 +1232,7 @@ static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
 		err = -EINVAL;
 	} else if (tw == est) {
 		/* Same node, same place: readers see either state. */
+		ct_delay(CT_DP_TR_PUB_TW_STATE);
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
 		ct_t_count(tr, 0, 1);

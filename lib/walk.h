@@ -100,8 +100,10 @@ static inline bool ct_walk_sel_chain(struct ct_walk_sel *s,
 	struct conntab_node *n;
 
 	for (n = ct_rcu_deref(*head); !ct_is_nulls(n);
-	     n = ct_rcu_deref(n->ct_next))
+	     n = ct_rcu_deref(n->ct_next)) {
 		ct_walk_sel_offer(s, n);
+		ct_delay(CT_DP_WALK_READ_NEXT);
+	}
 	return ct_nulls_id(n) == id;
 }
 
@@ -214,6 +216,7 @@ static inline int ct_walk_visit(struct ct_walk_budget *bu,
 		if (state != CT_WALK_ALL && (int)conntab_node_state(n) != state)
 			continue;
 		bu->calls--;
+		ct_delay(CT_DP_WALK_READ_VISIT);
 		ret = fn(n, arg);
 		if (ret) {
 			sel->len = i + 1;

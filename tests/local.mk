@@ -115,8 +115,12 @@ tests_test_flavor_bp_LDADD = lib/libconntab.la $(URCU_BP_LIBS) \
 #                      time-wait, recycle, remove, destroy; run under LSan
 #                      by the sanitizer build
 #   tests/stress       long stress run of every backend: readers, writers,
-#                      time-wait/recycle, resizes, walks; built by
-#                      `make check`, run by `make stress` and .ci/run
+#                      time-wait/recycle, evictions, resizes, walks,
+#                      scans, prefix walks, checkpoints of the tables
+#                      against their models, every key set; with delays
+#                      at the library's delay points in a build
+#                      configured with --enable-delay-injection; built
+#                      by `make check`, run by `make stress` and .ci/run
 #                      (tests/stress --help for its options)
 
 check_PROGRAMS += tests/test-badinput tests/test-alloc-seq
@@ -132,9 +136,20 @@ tests_test_alloc_seq_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_alloc_seq_LDADD = $(T_MEMB_LDADD) -ldl
 
 check_PROGRAMS += tests/stress
-tests_stress_SOURCES = tests/stress.c $(T_THREADS)
+tests_stress_SOURCES = tests/stress.c tests/stress.h tests/stress-keys.c \
+	tests/stress-read.c tests/stress-write.c tests/stress-check.c \
+	tests/stress-delay.c tests/stress-delay.h $(T_THREADS)
 tests_stress_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+if DELAY_INJECTION
+# The delay points' counters are hidden in the library, which exports
+# conntab_* only (scripts/check-symbols.sh): stress links the library's
+# own objects instead of the shared object, to read and reset them
+# (lib/delay.h). The same code, linked statically.
+tests_stress_LDADD = $(lib_libconntab_la_OBJECTS) $(URCU_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
+else
 tests_stress_LDADD = $(T_MEMB_LDADD)
+endif
 
 # ThreadSanitizer, in a build configured with --enable-tsan: the tests
 # where threads share a table (readers, writers, walks and scans, exthash

@@ -188,7 +188,9 @@ struct writer {
 /* What the writers know: the node holding each key (owner only). */
 static struct tconn *holder[NKEYS];
 static enum conntab_state hstate[NKEYS];
-static struct th_model model = { NULL, holder, hstate, NKEYS };
+static struct th_model model = {
+	.holder = holder, .state = hstate, .nkeys = NKEYS,
+};
 
 static void *writer_main(void *arg)
 {

@@ -156,6 +156,15 @@ void th_run_for(unsigned int ms, unsigned long *const *ctrs, size_t n,
 
 /* --- writers on a model --------------------------------------------- */
 
+static void th_key(const struct th_model *m, struct conntab_key *k,
+		   uint32_t id)
+{
+	if (m->key)
+		m->key(k, id);
+	else
+		t_key(k, id);
+}
+
 static void expect(int got, int want, const char *op, uint32_t id)
 {
 	if (got != want)
@@ -169,7 +178,7 @@ unsigned int th_flip(struct th_model *m, uint32_t id, uint64_t *rng)
 	struct conntab_key k;
 	uint64_t r = th_rnd(rng);
 
-	t_key(&k, id);
+	th_key(m, &k, id);
 	if (m->state[id] == CONNTAB_ESTABLISHED) {
 		if (r % 3 == 0) {
 			expect(conntab_timewait(m->t, &c->node, &c->node), 0,
@@ -205,9 +214,11 @@ unsigned int th_churn(struct th_model *m, uint32_t id, uint64_t *rng)
 	struct conntab_key k;
 	uint64_t r = th_rnd(rng) % 6;
 
-	t_key(&k, id);
+	th_key(m, &k, id);
 	if (!c) {
 		n = t_conn_new(id);
+		if (m->gen)
+			th_gen_step(&m->gen[id]);	/* odd: coming in */
 		if (r < 3) {
 			expect(conntab_insert(m->t, &n->node, &k), 0,
 			       "insert", id);
@@ -228,6 +239,8 @@ unsigned int th_churn(struct th_model *m, uint32_t id, uint64_t *rng)
 		expect(conntab_remove(m->t, &c->node), 0, "remove", id);
 		expect(conntab_remove(m->t, &c->node), -ENOENT,
 		       "second remove", id);
+		if (m->gen)
+			th_gen_step(&m->gen[id]);	/* even: out */
 		m->holder[id] = NULL;
 		th_retire(c);
 		return 2;
@@ -265,7 +278,7 @@ void th_self_check(struct th_model *m, uint32_t id)
 	struct conntab_node *n, *want;
 	struct conntab_key k;
 
-	t_key(&k, id);
+	th_key(m, &k, id);
 	want = m->holder[id] ? &m->holder[id]->node : NULL;
 	rcu_read_lock();
 	n = conntab_lookup(m->t, &k);

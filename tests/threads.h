@@ -42,13 +42,50 @@ int th_check_node(const struct conntab_node *n, const struct conntab_key *k,
  * What the writers know: the node holding each key (NULL: absent) and its
  * state. Every key has one owner thread, the only one that changes it, so
  * the owner's model is exact and its own lookups must agree with it.
+ *
+ * Optional (NULL: left out):
+ *  - key: the key of each id, instead of t_key();
+ *  - gen [nkeys]: a generation per key that th_churn() keeps for readers
+ *    (th_gen_begin()): even while the key is out of the table and no
+ *    insert of it has begun, odd from just before an insert until the
+ *    remove that takes it out has returned.
  */
 struct th_model {
 	struct conntab *t;
 	struct tconn **holder;		/* [nkeys] */
 	enum conntab_state *state;	/* [nkeys] */
 	uint32_t nkeys;
+	void (*key)(struct conntab_key *k, uint32_t id);
+	uint32_t *gen;			/* [nkeys] */
 };
+
+/*
+ * Reader, before a lookup of key @id: its generation. After the lookup,
+ * th_gen_absent() tells whether the key was out of the table for the
+ * whole lookup (a hit is then an error: found after its removal). The
+ * writer's odd store comes before the release store that publishes the
+ * node (program order), and the acquire fence after the lookup's load of
+ * that pointer makes a reader that found the node see it: a key that
+ * came back meanwhile shows as a changed generation, never as an error.
+ * An even generation was stored (release) after the remove returned, so
+ * the lookup that follows its acquire load sees the key unlinked.
+ */
+static inline uint32_t th_gen_begin(const uint32_t *gen)
+{
+	return __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+}
+
+static inline int th_gen_absent(const uint32_t *gen, uint32_t g)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return !(g & 1) && __atomic_load_n(gen, __ATOMIC_RELAXED) == g;
+}
+
+/* Writer (the key's owner): the next generation (see struct th_model). */
+static inline void th_gen_step(uint32_t *gen)
+{
+	__atomic_store_n(gen, *gen + 1, __ATOMIC_RELEASE);
+}
 
 /*
  * Key @id stays present: time-wait its node (in place or to a new node),
