@@ -398,8 +398,9 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 			     int (*fn)(struct conntab_node *n, void *arg),
 			     void *arg)
 {
+	enum ct_scan_end end;
+	int ret = 0, i;
 	bool fresh;
-	int ret, i;
 
 	if (!t || !cur || !fn || !budget)
 		return -EINVAL;
@@ -413,7 +414,19 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 	}
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
-	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
+	end = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg, &ret);
+	switch (end) {
+	case CT_SCAN_BADPOS:
+		return -EINVAL;
+	case CT_SCAN_PASS:
+		ret = 1;
+		break;
+	case CT_SCAN_BUDGET:
+		ret = 0;
+		break;
+	case CT_SCAN_STOPPED:
+		break;
+	}
 	if (ret == 1) {
 		memset(cur, 0, sizeof(*cur));
 		CT_PROBE(scan_pass, t, cur);

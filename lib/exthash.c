@@ -1188,31 +1188,31 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
  *
  * The position between scan calls (walk.h's layout): pos[0] the range
  * start r (2^32 at the end), pos[1] the cursor's hash with
- * CT_WALK_POS_CUR set if there is one, pos[2] its address.
+ * CT_WALK_POS_CUR set if there is one, pos[2] its address. Returns how
+ * the call ended, as ct_walk_buckets().
  */
-static int xh_walk_from(struct ct_exthash *x, uint64_t *pos, int state,
-			size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end xh_walk_from(struct ct_exthash *x, uint64_t *pos,
+				     int state, size_t budget, ct_walk_fn fn,
+				     void *arg, int *fnret)
 {
 	struct ct_walk_budget bu;
 	struct ct_walk_sel sel;
 	uint64_t r, hi;
 	bool more;
 	size_t b;
-	int ret;
 
 	if (!ct_walk_pos_load(pos, (size_t)1 << 32, &b, &sel))
-		return -EINVAL;
+		return CT_SCAN_BADPOS;
 	ct_walk_budget_init(&bu, budget);
 	for (r = b; r <= UINT32_MAX;) {
 		if (!ct_walk_step(&bu, &sel)) {
 			ct_walk_pos_save(pos, r, &sel);
-			return 0;
+			return CT_SCAN_BUDGET;
 		}
 		xh_snapshot(x, (uint32_t)r, &sel, &hi);
-		ret = ct_walk_visit(&bu, &sel, state, fn, arg, &more);
-		if (ret) {
+		if (ct_walk_visit(&bu, &sel, state, fn, arg, &more, fnret)) {
 			ct_walk_pos_save(pos, r, &sel);
-			return ret;
+			return CT_SCAN_STOPPED;
 		}
 		if (more) {
 			r = sel.cur_hash;	/* more in this range */
@@ -1225,21 +1225,26 @@ static int xh_walk_from(struct ct_exthash *x, uint64_t *pos, int state,
 	}
 	ct_walk_sel_init(&sel);
 	ct_walk_pos_save(pos, r, &sel);
-	return 1;
+	return CT_SCAN_PASS;
 }
 
 static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
 	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
-	int ret = xh_walk_from(ct_exthash(t), pos, state, SIZE_MAX, fn, arg);
+	enum ct_scan_end end;
+	int fnret = 0;
 
-	return ret == 1 ? 0 : ret;
+	end = xh_walk_from(ct_exthash(t), pos, state, SIZE_MAX, fn, arg,
+			   &fnret);
+	return ct_walk_result(end, fnret);
 }
 
-static int xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
-		   size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
+				size_t budget, ct_walk_fn fn, void *arg,
+				int *fnret)
 {
-	return xh_walk_from(ct_exthash(t), pos, CT_WALK_ALL, budget, fn, arg);
+	return xh_walk_from(ct_exthash(t), pos, CT_WALK_ALL, budget, fn, arg,
+			    fnret);
 }
 
 /* Longest chain a lookup of chain @i of @s (locked) walks. */
