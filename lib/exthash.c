@@ -1211,7 +1211,14 @@ static enum ct_scan_end xh_walk_from(struct ct_exthash *x, uint64_t *pos,
 		}
 		xh_snapshot(x, (uint32_t)r, &sel, &hi);
 		if (ct_walk_visit(&bu, &sel, state, fn, arg, &more, fnret)) {
-			ct_walk_pos_save(pos, r, &sel);
+			/*
+			 * Resume at the cursor's hash, as below, not at r: a
+			 * split between the calls can end the range of r
+			 * before the cursor, and a step from r would then
+			 * select nothing and move the cursor back to that
+			 * end, visiting again what lies between.
+			 */
+			ct_walk_pos_save(pos, sel.cur_hash, &sel);
 			return CT_SCAN_STOPPED;
 		}
 		if (more) {

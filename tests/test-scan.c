@@ -23,6 +23,8 @@ struct scan_ctx {
 	uint32_t pass;		/* mark of the pass running */
 	size_t calls;		/* callbacks in this conntab_scan() call */
 	size_t stop_at;		/* return stop_ret at this callback (0: never) */
+	size_t every;		/* and at every every-th of the pass (0: never) */
+	size_t total;		/* callbacks in this pass */
 	int stop_ret;
 	int action;		/* 0 none, 1 remove, 2 timewait in place */
 	unsigned long twice;	/* nodes visited twice in one pass */
@@ -46,13 +48,23 @@ static int scan_fn(struct conntab_node *n, void *arg)
 		c->count = 1;
 	}
 	s->calls++;
+	s->total++;
 	if (s->action == 1)
 		ck_assert_int_eq(conntab_remove(s->t, n), 0);
 	else if (s->action == 2 && conntab_node_state(n) == CONNTAB_ESTABLISHED)
 		ck_assert_int_eq(conntab_timewait(s->t, n, n), 0);
 	if (s->stop_at && s->calls == s->stop_at)
 		return s->stop_ret;
+	if (s->every && s->total % s->every == 0)
+		return s->stop_ret;
 	return 0;
+}
+
+/* Did the last callback of the call just made stop it? */
+static int scan_stopped(const struct scan_ctx *s)
+{
+	return s->calls && ((s->stop_at && s->calls == s->stop_at) ||
+			    (s->every && s->total % s->every == 0));
 }
 
 /* One call in its own read-side section; checks the budget is kept. */
@@ -84,7 +96,10 @@ static int cursor_zero(const struct conntab_cursor *cur)
 	return !memcmp(cur, &zero, sizeof(zero));
 }
 
-/* A whole pass with @budget per call; returns the number of calls. */
+/*
+ * A whole pass with @budget per call, until it ends (the
+ * callback may stop calls with s->every); returns the number of calls.
+ */
 static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
 {
 	struct conntab_cursor cur = { { 0 } };
@@ -92,15 +107,21 @@ static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
 	int ret;
 
 	s->pass++;
-	do {
+	s->total = 0;
+	for (;;) {
 		ret = scan_call(t, &cur, budget, s);
-		ck_assert_int_ge(ret, 0);
 		calls++;
-		if (ret == 0)
+		if (scan_stopped(s)) {
+			ck_assert_int_eq(ret, s->stop_ret);
 			ck_assert(!cursor_zero(&cur));
-	} while (ret != 1);
-	ck_assert(cursor_zero(&cur));
-	return calls;
+			continue;
+		}
+		ck_assert_int_ge(ret, 0);
+		ck_assert_int_le(ret, 1);
+		ck_assert_int_eq(cursor_zero(&cur), ret == 1);
+		if (ret == 1)
+			return calls;
+	}
 }
 
 static struct conntab *filled(enum conntab_backend b, size_t n,
@@ -342,6 +363,9 @@ START_TEST(scan_under_waves)
 	       __atomic_load_n(&w.waves, __ATOMIC_RELAXED) < 3) {
 		/* Budgets from 1 up: many resumes per pass. */
 		budget = 1 + th_rnd(&rng) % (passes % 3 ? 2000 : 40);
+		/* Every fourth pass, the callback stops calls. */
+		s.every = passes % 4 == 3 ? 1 + th_rnd(&rng) % 50 : 0;
+		s.stop_ret = 2;
 		calls += scan_pass(w.t, budget, &s);
 		for (i = 0; i < NSTABLE; i++) {
 			ck_assert_msg(c[i].mark == s.pass && c[i].count == 1,
