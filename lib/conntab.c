@@ -419,20 +419,22 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 	case CT_SCAN_BADPOS:
 		return -EINVAL;
 	case CT_SCAN_PASS:
-		ret = 1;
-		break;
+		/* The only way a cursor is zeroed: conntab_cursor_done(). */
+		memset(cur, 0, sizeof(*cur));
+		CT_PROBE(scan_pass, t, cur);
+		return 1;
 	case CT_SCAN_BUDGET:
 		ret = 0;
 		break;
 	case CT_SCAN_STOPPED:
+		/*
+		 * fn's value, whatever it is (1 too): the pass goes on, also
+		 * after a stop on its last node, whose next call finds
+		 * nothing left and ends it.
+		 */
 		break;
 	}
-	if (ret == 1) {
-		memset(cur, 0, sizeof(*cur));
-		CT_PROBE(scan_pass, t, cur);
-	} else {
-		cur->opaque[0] = ct_cursor_tag(t);
-	}
+	cur->opaque[0] = ct_cursor_tag(t);	/* never 0: a pass under way */
 	return ret;
 }
 

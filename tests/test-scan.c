@@ -6,9 +6,12 @@
  * grows and shrinks the table in waves (exthash splitting and merging,
  * its directory doubling and halving), each call in a read-side section
  * of its own: a node present for the whole pass is visited exactly once,
- * any other node at most once, pass after pass.
+ * any other node at most once, pass after pass. A callback's value, 1
+ * included, stops a call and never the pass (issue 27, item 8: a 1 was
+ * taken for the end of the pass, and the nodes after it were lost).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,11 +116,12 @@ static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
 		calls++;
 		if (scan_stopped(s)) {
 			ck_assert_int_eq(ret, s->stop_ret);
-			ck_assert(!cursor_zero(&cur));
+			ck_assert(!conntab_cursor_done(&cur));
 			continue;
 		}
 		ck_assert_int_ge(ret, 0);
 		ck_assert_int_le(ret, 1);
+		ck_assert_int_eq(conntab_cursor_done(&cur), ret == 1);
 		ck_assert_int_eq(cursor_zero(&cur), ret == 1);
 		if (ret == 1)
 			return calls;
@@ -210,6 +214,89 @@ START_TEST(scan_codes)
 	t_expect_counts(t, 300, 0);
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
+}
+END_TEST
+
+/*
+ * Every value a callback can stop a call with comes back as it is, 1
+ * included, and never ends the pass: the cursor stays just after the
+ * node, not zeroed, so conntab_cursor_done() tells a 1 from the end of
+ * the pass. Stops every k-th callback of the pass, at budget boundaries
+ * (the budget-th callback of a call, the one after), and on the last node
+ * of the pass, whose next call visits nothing and ends it.
+ */
+START_TEST(scan_stop_values)
+{
+	enum { N = 300 };
+	static const int values[] = { 1, 2, -1, 42, -EINVAL, INT_MAX, INT_MIN };
+	static const size_t budgets[] = { 1, 7, 32, 33, N - 1, N, 1000 };
+	static struct tconn c[N];
+	struct conntab_cursor cur;
+	struct scan_ctx s = { 0 };
+	size_t v, b, e, i, every[5], calls, stops;
+	struct conntab *t;
+	int ret;
+
+	t = filled(B, N, c, 0);
+	memset(&cur, 0, sizeof(cur));
+	ck_assert(conntab_cursor_done(&cur));
+	for (v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+		for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+			every[0] = 1;
+			every[1] = 10;
+			every[2] = budgets[b];
+			every[3] = budgets[b] + 1;
+			every[4] = N;		/* the last node of the pass */
+			for (e = 0; e < 5; e++) {
+				s.stop_ret = values[v];
+				s.every = every[e];
+				s.pass++;
+				s.total = 0;
+				memset(&cur, 0, sizeof(cur));
+				calls = stops = 0;
+				for (;;) {
+					ret = scan_call(t, &cur, budgets[b],
+							&s);
+					ck_assert_uint_le(++calls, 2 * N + 2);
+					if (scan_stopped(&s)) {
+						ck_assert_int_eq(ret,
+								 values[v]);
+						ck_assert(!conntab_cursor_done(
+							&cur));
+						stops++;
+						continue;
+					}
+					ck_assert_int_ge(ret, 0);
+					ck_assert_int_le(ret, 1);
+					ck_assert_int_eq(
+						conntab_cursor_done(&cur),
+						ret == 1);
+					if (ret == 1)
+						break;
+				}
+				ck_assert_uint_eq(s.total, N);
+				ck_assert_uint_eq(stops, N / every[e]);
+				for (i = 0; i < N; i++) {
+					ck_assert_uint_eq(c[i].mark, s.pass);
+					ck_assert_uint_eq(c[i].count, 1);
+				}
+				ck_assert_uint_eq(s.twice, 0);
+				/* Stopped on the last node: one empty call. */
+				if (every[e] == N && budgets[b] >= N) {
+					ck_assert_uint_eq(calls, 2);
+					ck_assert_uint_eq(s.calls, 0);
+				}
+			}
+		}
+	}
+	/* The next call after a pass starts a new one. */
+	s.every = 0;
+	s.pass++;
+	s.total = 0;
+	ck_assert_int_eq(scan_call(t, &cur, 1000, &s), 1);
+	ck_assert_uint_eq(s.calls, N);
+	ck_assert(conntab_cursor_done(&cur));
+	conntab_destroy(t, NULL);
 }
 END_TEST
 
@@ -363,9 +450,9 @@ START_TEST(scan_under_waves)
 	       __atomic_load_n(&w.waves, __ATOMIC_RELAXED) < 3) {
 		/* Budgets from 1 up: many resumes per pass. */
 		budget = 1 + th_rnd(&rng) % (passes % 3 ? 2000 : 40);
-		/* Every fourth pass, the callback stops calls. */
+		/* Every fourth pass, the callback stops calls with 1. */
 		s.every = passes % 4 == 3 ? 1 + th_rnd(&rng) % 50 : 0;
-		s.stop_ret = 2;
+		s.stop_ret = 1;
 		calls += scan_pass(w.t, budget, &s);
 		for (i = 0; i < NSTABLE; i++) {
 			ck_assert_msg(c[i].mark == s.pass && c[i].count == 1,
@@ -398,7 +485,8 @@ END_TEST
 int main(void)
 {
 	const TTest *const per_backend[] = {
-		scan_codes, scan_budgets, scan_fn_changes, scan_under_waves,
+		scan_codes, scan_stop_values, scan_budgets, scan_fn_changes,
+		scan_under_waves,
 	};
 	Suite *s = suite_create("scan");
 	int ret;

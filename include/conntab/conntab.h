@@ -179,12 +179,32 @@ struct conntab;
 /**
  * Where a conntab_scan() pass stands. Zero-initialise it to start a pass;
  * then leave it to the library, which zeroes it again at the end of the
- * pass. It belongs to one table. 48 bytes: a trie cursor holds the key
- * string of the last node visited (40 bytes for IPv6).
+ * pass, and only then: while a pass is under way the cursor is never all
+ * zero (conntab_cursor_done()). It belongs to one table. 48 bytes: a trie
+ * cursor holds the key string of the last node visited (40 bytes for
+ * IPv6).
  */
 struct conntab_cursor {
 	uint64_t opaque[6];	/**< @private the pass's position */
 };
+
+/**
+ * Whether no conntab_scan() pass is under way on a cursor: true for a
+ * zeroed cursor (a new one, or one whose pass the last call ended), false
+ * while a pass is under way, also after a callback stopped a call on the
+ * last node of the pass.
+ *
+ * So after conntab_scan() returned 1, it tells the end of the pass (true)
+ * from a callback that returned 1 to stop the call (false: the next call
+ * goes on after that node). Callbacks that never return 1 need not ask.
+ * @param cur a cursor of conntab_scan()
+ * @return 1 if @p cur is zeroed, else 0
+ */
+static inline int conntab_cursor_done(const struct conntab_cursor *cur)
+{
+	return !(cur->opaque[0] | cur->opaque[1] | cur->opaque[2] |
+		 cur->opaque[3] | cur->opaque[4] | cur->opaque[5]);
+}
 
 /**
  * Recover the object that embeds a node.
@@ -380,8 +400,18 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * Visit the next nodes of a pass over the whole table, in bounded calls.
  *
  * A pass starts from a zeroed cursor and ends with the call that returns
- * 1; each call visits at most @p budget nodes in the backend's order and
- * records in @p cur where it stopped. The caller holds the RCU read lock
+ * 1 and zeroes the cursor; each call visits at most @p budget nodes in the
+ * backend's order and records in @p cur where it stopped. A callback's
+ * nonzero value stops a call but never ends the pass, so a callback that
+ * may return 1 tells the two apart with conntab_cursor_done(). A whole
+ * pass, one call per tick, until it ends or fails:
+ * @code
+ * do {
+ *         rcu_read_lock();
+ *         ret = conntab_scan(t, &cur, 64, fn, arg);
+ *         rcu_read_unlock();
+ * } while (ret >= 0 && !conntab_cursor_done(&cur));
+ * @endcode The caller holds the RCU read lock
  * during each call, not between calls, so a long pass never holds up a
  * grace period: this is what expiry (idle timeouts) and statistics sweeps
  * are built on, a little work per tick.
@@ -414,8 +444,9 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * @param arg    passed to @p fn
  * @return 1 when this call reached the end of the pass (@p cur is zeroed:
  *         the next call starts a new pass); 0 when the budget ran out first;
- *         @p fn's value when it is nonzero (@p cur stays just after that
- *         node: the next call goes on from there); -EINVAL for NULL
+ *         @p fn's value when it is nonzero, 1 included (@p cur stays just
+ *         after that node, never zeroed, even after the last node of the
+ *         pass: the next call goes on from there); -EINVAL for NULL
  *         arguments, a zero @p budget, or a cursor that is neither zeroed
  *         nor left by a call on @p t.
  */
