@@ -174,7 +174,8 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	ops = ct_ops_of(cfg->backend);
 	tmpl.flavor = cfg->flavor ? cfg->flavor : flavor;
 	hash = ops ? ct_hash_resolve(ops, cfg->hash) : -EINVAL;
-	if (!ops || !tmpl.flavor || hash < 0) {
+	if (!ops || !tmpl.flavor || hash < 0 ||
+	    cfg->expected > CONNTAB_MAX_EXPECTED) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -129,12 +129,31 @@ struct conntab_node {
 	void *ct_owner;			/**< @private table the node is linked in */
 };
 
+/**
+ * @def CONNTAB_MAX_EXPECTED
+ * The largest conntab_config::expected that conntab_create() accepts:
+ * 2^32 connections (2^26 where size_t has 32 bits: as many 64-byte nodes
+ * as the address space holds). A larger hint is refused with EINVAL, not
+ * honoured: it is a bug such as (size_t)-1, and sizing for it allocated
+ * gigabytes. Up to the maximum each backend sizes for the hint as far as
+ * it goes (CONNTAB_CHAINED and CONNTAB_SPLIT their fixed arrays to 2^27
+ * buckets, CONNTAB_EXTHASH its first segments to 2^28 chains, CONNTAB_TRIE
+ * its root's first wide node to 2^20 slots) and past that grows online or
+ * loads its chains more.
+ */
+#if SIZE_MAX > 0xffffffffu
+# define CONNTAB_MAX_EXPECTED	((size_t)1 << 32)
+#else
+# define CONNTAB_MAX_EXPECTED	((size_t)1 << 26)
+#endif
+
 /** Table parameters for conntab_create(). Zero-initialise, then set. */
 struct conntab_config {
 	enum conntab_backend backend;	/**< implementation */
-	size_t expected;	/**< sizing hint: expected number of entries (0 = small);
-				     the hash backends size their arrays from it, the
-				     trie the first wide node of its root */
+	size_t expected;	/**< sizing hint: expected number of entries (0 = small,
+				     at most #CONNTAB_MAX_EXPECTED); the hash backends
+				     size their arrays from it, the trie the first wide
+				     node of its root */
 	size_t max_entries;	/**< hard cap, 0 = none; beyond it insert fails -ENOSPC */
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
@@ -255,8 +274,9 @@ conntab_node_state(const struct conntab_node *n)
  * conntab_config::flavor is NULL.
  * @param cfg    parameters (not kept after the call)
  * @param flavor liburcu flavor of the application (e.g. &rcu_flavor)
- * @return the table, or NULL with errno set: EINVAL for a bad config, an
- *         unknown or unavailable backend, or no flavor; ENOMEM.
+ * @return the table, or NULL with errno set: EINVAL for a bad config (an
+ *         unknown or unavailable backend or hash, conntab_config::expected
+ *         above #CONNTAB_MAX_EXPECTED), or no flavor; ENOMEM.
  */
 CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
