@@ -20,6 +20,7 @@
 #include "conntab-int.h"
 #include "key.h"
 #include "probes.h"
+#include "wipe.h"
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
@@ -157,12 +158,17 @@ static int ct_random_secret(uint8_t buf[16])
 	return 0;
 }
 
+/*
+ * The secret and the AES round keys pass through this frame (key, tmpl)
+ * on their way into the table, and are cleared on every way out of it
+ * (lib/wipe.h): the table's own copy is the only one left.
+ */
 CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
 		      const struct rcu_flavor_struct *flavor)
 {
 	uint8_t key[16];
-	struct conntab tmpl;
+	struct conntab tmpl, *t;
 	const struct conntab_ops *ops;
 	int err, hash;
 
@@ -184,6 +190,7 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	} else {
 		err = ct_random_secret(key);
 		if (err) {
+			ct_wipe(key, sizeof(key));	/* a part may be in */
 			errno = -err;
 			return NULL;
 		}
@@ -194,12 +201,17 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	tmpl.hash = (enum conntab_hash)hash;
 	if (tmpl.hash == CONNTAB_HASH_AES)
 		ct_aes_expand(&tmpl.aes, key);
+	ct_wipe(key, sizeof(key));
 	tmpl.lookup = ops->read[hash].lookup;
 	tmpl.lookup_batch = ops->read[hash].lookup_batch;
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
-	return ops->create(&tmpl, cfg);
+	t = ops->create(&tmpl, cfg);
+	err = errno;	/* create's, for a NULL t */
+	ct_wipe(&tmpl, sizeof(tmpl));
+	errno = err;
+	return t;
 }
 
 /* Reached without the header's macro: the flavor must come in @cfg. */
@@ -212,8 +224,15 @@ CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg)
 CONNTAB_API void conntab_destroy(struct conntab *t,
 				 void (*release)(struct conntab_node *n))
 {
-	if (t)
-		t->ops->destroy(t, release);
+	if (!t)
+		return;
+	/*
+	 * No user is left (nothing hashes any more, destroy included):
+	 * clear the keys before the backend hands the memory back.
+	 */
+	ct_wipe(&t->secret, sizeof(t->secret));
+	ct_wipe(&t->aes, sizeof(t->aes));
+	t->ops->destroy(t, release);
 }
 
 /* Claim @n for @t; false if it is linked (or being linked) somewhere. */
