@@ -43,8 +43,9 @@ typedef size_t (*ct_batch_fn)(struct conntab *t,
  * Read-mostly fields share the first line, with the read paths of the
  * table's hash, so that conntab_lookup() costs one load and one call
  * before the backend's code; the AES round keys (read by every AES hash)
- * follow. The max_entries counter, written by every insert when a cap is
- * set, has a line of its own.
+ * follow, and in the rest of their last line the key that seals scan
+ * cursors (lib/cursor.c). The max_entries counter, written by every
+ * insert when a cap is set, has a line of its own.
  */
 struct conntab {
 	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
@@ -57,6 +58,7 @@ struct conntab {
 	struct ct_secret secret;	/* SipHash key, and the AES key's bytes */
 
 	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
+	struct ct_secret cursor_key;	/* random, not derived from secret */
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 };

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conntab-int.h"
+#include "cursor.h"
 #include "key.h"
 #include "probes.h"
 #include "wipe.h"
@@ -159,9 +160,9 @@ static int ct_random_secret(uint8_t buf[16])
 }
 
 /*
- * The secret and the AES round keys pass through this frame (key, tmpl)
- * on their way into the table, and are cleared on every way out of it
- * (lib/wipe.h): the table's own copy is the only one left.
+ * The secret, the AES round keys and the cursor key pass through this
+ * frame (key, tmpl) on their way into the table, and are cleared on every
+ * way out of it (lib/wipe.h): the table's own copy is the only one left.
  */
 CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
@@ -185,15 +186,22 @@ conntab_create_flavor(const struct conntab_config *cfg,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (cfg->secret) {
-		memcpy(key, cfg->secret, sizeof(key));
-	} else {
-		err = ct_random_secret(key);
-		if (err) {
-			ct_wipe(key, sizeof(key));	/* a part may be in */
-			errno = -err;
-			return NULL;
-		}
+	/* Random for every table: a known hash secret opens no cursor. */
+	err = ct_random_secret(key);
+	if (!err) {
+		memcpy(&tmpl.cursor_key.k0, key, 8);
+		memcpy(&tmpl.cursor_key.k1, key + 8, 8);
+		if (cfg->secret)
+			memcpy(key, cfg->secret, sizeof(key));
+		else
+			err = ct_random_secret(key);
+	}
+	if (err) {
+		/* A part may be in. */
+		ct_wipe(key, sizeof(key));
+		ct_wipe(&tmpl, sizeof(tmpl));
+		errno = -err;
+		return NULL;
 	}
 	/* One secret keys either hash: the table uses only one of them. */
 	memcpy(&tmpl.secret.k0, key, 8);
@@ -232,6 +240,7 @@ CONNTAB_API void conntab_destroy(struct conntab *t,
 	 */
 	ct_wipe(&t->secret, sizeof(t->secret));
 	ct_wipe(&t->aes, sizeof(t->aes));
+	ct_wipe(&t->cursor_key, sizeof(t->cursor_key));
 	t->ops->destroy(t, release);
 }
 
@@ -398,43 +407,32 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 }
 
 /*
- * The front end's word of a cursor: 0 before a pass, else this tag of the
- * table the pass runs on (never 0), so that a cursor of another table or
- * of no table at all is refused instead of being trusted as a position.
+ * A cursor is zeroed before a pass, else the backend's position sealed
+ * under the table's cursor key (lib/cursor.c): what it carries shows
+ * nothing of the table, and one of another table, a changed one or
+ * random bytes is refused instead of being trusted as a position.
  */
 _Static_assert(sizeof(struct conntab_cursor) ==
-	       sizeof(uint64_t) * (1 + CT_SCAN_POS_WORDS), "cursor words");
-
-static uint64_t ct_cursor_tag(const struct conntab *t)
-{
-	uint64_t x = (uint64_t)(uintptr_t)t ^ 0x636f6e6e74616221ull;
-
-	x *= 0x9e3779b97f4a7c15ull;
-	return (x ^ (x >> 29)) | 1;
-}
+	       sizeof(uint64_t) * CT_CURSOR_WORDS, "cursor words");
 
 CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 			     size_t budget,
 			     int (*fn)(struct conntab_node *n, void *arg),
 			     void *arg)
 {
+	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
 	enum ct_scan_end end;
-	int ret = 0, i;
+	int ret = 0;
 	bool fresh;
 
 	if (!t || !cur || !fn || !budget)
 		return -EINVAL;
-	fresh = !cur->opaque[0];
-	if (fresh) {
-		for (i = 1; i <= CT_SCAN_POS_WORDS; i++)
-			if (cur->opaque[i])
-				return -EINVAL;
-	} else if (cur->opaque[0] != ct_cursor_tag(t)) {
+	fresh = conntab_cursor_done(cur);
+	if (!fresh && !ct_cursor_open(t, cur->opaque, pos))
 		return -EINVAL;
-	}
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
-	end = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg, &ret);
+	end = t->ops->scan(t, pos, fresh, budget, fn, arg, &ret);
 	switch (end) {
 	case CT_SCAN_BADPOS:
 		return -EINVAL;
@@ -454,7 +452,7 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 		 */
 		break;
 	}
-	cur->opaque[0] = ct_cursor_tag(t);	/* never 0: a pass under way */
+	ct_cursor_seal(t, pos, cur->opaque);	/* never zeroed: under way */
 	return ret;
 }
 

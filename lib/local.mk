@@ -4,7 +4,7 @@ conntabincludedir = $(includedir)/conntab
 conntabinclude_HEADERS = include/conntab/conntab.h
 
 lib_libconntab_la_SOURCES = \
-	lib/conntab.c lib/conntab-int.h \
+	lib/conntab.c lib/conntab-int.h lib/cursor.c lib/cursor.h \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \

@@ -31,6 +31,7 @@ struct scan_ctx {
 	int stop_ret;
 	int action;		/* 0 none, 1 remove, 2 timewait in place */
 	unsigned long twice;	/* nodes visited twice in one pass */
+	struct conntab_node *last;	/* the node of the last callback */
 };
 
 static int scan_fn(struct conntab_node *n, void *arg)
@@ -52,6 +53,7 @@ static int scan_fn(struct conntab_node *n, void *arg)
 	}
 	s->calls++;
 	s->total++;
+	s->last = n;
 	if (s->action == 1)
 		ck_assert_int_eq(conntab_remove(s->t, n), 0);
 	else if (s->action == 2 && conntab_node_state(n) == CONNTAB_ESTABLISHED)
@@ -300,6 +302,105 @@ START_TEST(scan_stop_values)
 }
 END_TEST
 
+/*
+ * A cursor shows nothing of its table (issue 27, item 11a: it carried the
+ * table's address, invertibly, and the keyed hash and address of the
+ * last node visited; in the trie, that node's key). Over the cursors of
+ * a pass every bit is set in some and clear in others (but the tag's
+ * lowest, always set), and no word is the table's or the node's address. Two tables with the same secret and
+ * keys give different cursors, and neither takes the other's. A cursor
+ * changed in any one bit, or made up, is refused with -EINVAL and left as
+ * it was; a copy resumes exactly where the original did.
+ */
+START_TEST(scan_cursor_sealed)
+{
+	enum { N = 300, C = 200, W = sizeof(struct conntab_cursor) / 8 };
+	static const uint8_t secret[16] = "one secret, two";
+	static struct tconn c[N], d[N];
+	static struct conntab_cursor seen[C + 1];
+	static struct conntab_node *next[C + 1];
+	struct conntab_config cfg = { .backend = B, .hash = t_hash,
+				      .secret = secret };
+	struct conntab_cursor cur = { { 0 } }, x;
+	struct scan_ctx s = { 0 };
+	uint64_t rng = 0xc0ffee;
+	struct conntab *t, *u;
+	struct conntab_key k;
+	size_t i, w, bit, set;
+
+	t = conntab_create(&cfg);
+	u = conntab_create(&cfg);
+	ck_assert(t && u);
+	t_conns_init(c, N);
+	t_conns_init(d, N);
+	for (i = 0; i < N; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+		ck_assert_int_eq(conntab_insert(u, &d[i].node, &k), 0);
+	}
+	/* C calls of budget 1: each leaves a cursor of a pass under way. */
+	s.pass = 1;
+	for (i = 0; i <= C; i++) {
+		s.last = NULL;
+		ck_assert_int_eq(scan_call(t, &cur, 1, &s), 0);
+		next[i] = s.last;	/* what the call from seen[i - 1] did */
+		seen[i] = cur;
+		for (w = 0; w < W; w++) {
+			ck_assert_uint_ne(cur.opaque[w], (uintptr_t)t);
+			ck_assert_uint_ne(cur.opaque[w], (uintptr_t)s.last);
+		}
+	}
+	for (w = 0; w < W; w++)
+		for (bit = !w; bit < 64; bit++) {	/* a tag is odd */
+			for (i = set = 0; i < C; i++)
+				set += seen[i].opaque[w] >> bit & 1;
+			/* Binomial(200, 1/2): outside this, p < 1e-17. */
+			ck_assert_msg(set >= C / 5 && set <= C - C / 5,
+				      "cursor word %zu bit %zu set in %zu of "
+				      "%d cursors", w, bit, set, C);
+		}
+	/* The same calls on the twin table: other cursors, refused here. */
+	memset(&x, 0, sizeof(x));
+	s.pass = 2;
+	ck_assert_int_eq(scan_call(u, &x, 1, &s), 0);
+	ck_assert(memcmp(&x, &seen[0], sizeof(x)));
+	ck_assert_int_eq(conntab_scan(t, &x, 1, scan_fn, &s), -EINVAL);
+	x = seen[0];
+	ck_assert_int_eq(conntab_scan(u, &x, 1, scan_fn, &s), -EINVAL);
+	ck_assert(!memcmp(&x, &seen[0], sizeof(x)));
+	/* Any one bit changed: refused, cursor untouched, nothing visited. */
+	for (bit = 0; bit < 64 * W; bit++) {
+		x = seen[C / 2];
+		x.opaque[bit / 64] ^= 1ull << (bit % 64);
+		s.calls = 0;
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_scan(t, &x, 5, scan_fn, &s),
+				 -EINVAL);
+		rcu_read_unlock();
+		ck_assert_uint_eq(s.calls, 0);
+		ck_assert_uint_eq(x.opaque[bit / 64] ^ seen[C / 2].opaque[bit / 64],
+				  1ull << (bit % 64));
+	}
+	/* Made up: random words, the tag's low bit as a seal sets it. */
+	for (i = 0; i < 2000; i++) {
+		for (w = 0; w < W; w++)
+			x.opaque[w] = th_rnd(&rng);
+		x.opaque[0] |= i & 1;
+		ck_assert_int_eq(conntab_scan(t, &x, 5, scan_fn, &s), -EINVAL);
+	}
+	/* A copy (a token handed out and back) resumes as the original. */
+	for (i = 0; i < C; i += 17) {
+		x = seen[i];
+		s.last = NULL;
+		ck_assert_int_eq(scan_call(t, &x, 1, &s), 0);
+		ck_assert_ptr_eq(s.last, next[i + 1]);
+		ck_assert(!memcmp(&x, &seen[i + 1], sizeof(x)));
+	}
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+}
+END_TEST
+
 START_TEST(scan_budgets)
 {
 	static const size_t budgets[] = { 1, 2, 3, 17, 31, 32, 33, 100, 1000,
@@ -485,8 +586,8 @@ END_TEST
 int main(void)
 {
 	const TTest *const per_backend[] = {
-		scan_codes, scan_stop_values, scan_budgets, scan_fn_changes,
-		scan_under_waves,
+		scan_codes, scan_stop_values, scan_cursor_sealed, scan_budgets,
+		scan_fn_changes, scan_under_waves,
 	};
 	Suite *s = suite_create("scan");
 	int ret;

@@ -199,9 +199,13 @@ struct conntab;
  * Where a conntab_scan() pass stands. Zero-initialise it to start a pass;
  * then leave it to the library, which zeroes it again at the end of the
  * pass, and only then: while a pass is under way the cursor is never all
- * zero (conntab_cursor_done()). It belongs to one table. 48 bytes: a trie
- * cursor holds the key string of the last node visited (40 bytes for
- * IPv6).
+ * zero (conntab_cursor_done()). It belongs to one table. 48 bytes: the
+ * position (a trie's is the key string of the last node visited, 40 bytes
+ * for IPv6), encrypted and authenticated under a random key of the table
+ * (SIV with SipHash-2-4), so that it may be handed out as a token: it
+ * shows nothing of the table, its addresses, hashes or keys (only whether
+ * two cursors of one table stand at the same place), and conntab_scan()
+ * refuses one of another table, a changed one or made-up bytes.
  */
 struct conntab_cursor {
 	uint64_t opaque[6];	/**< @private the pass's position */
@@ -468,7 +472,8 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  *         after that node, never zeroed, even after the last node of the
  *         pass: the next call goes on from there); -EINVAL for NULL
  *         arguments, a zero @p budget, or a cursor that is neither zeroed
- *         nor left by a call on @p t.
+ *         nor left by a call on @p t (another table's, changed, made up:
+ *         @p cur is left as it was).
  */
 CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 			     size_t budget,
