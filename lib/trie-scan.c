@@ -3,7 +3,8 @@
  * CONNTAB_TRIE: conntab_scan(), a pass in key order resumed from a
  * position in bounded calls.
  *
- * The position. The cursor's 40 bytes hold a string P of the key-string
+ * The position. Its 40 bytes (sealed into the cursor by the front end,
+ * lib/cursor.c, so that no key shows) hold a string P of the key-string
  * space (lib/key.h; zero past an IPv4 key's 16 bytes, as in the trie):
  * every key <= P that was present for the whole pass so far has been
  * visited, and the pass visits only keys > P from now on. A pass starts
