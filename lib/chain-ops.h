@@ -16,6 +16,7 @@
 struct ct_delta {
 	int entries;
 	int timewait;
+	size_t chain;	/* insert: the chain's length with the new node */
 };
 
 /*
@@ -42,6 +43,8 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 		*recycled = old;
 		return 0;
 	}
+	/* Also for an eviction that pushes @n after -ENOSPC. */
+	d->chain = len + 1;
 	/* After the key check: a duplicate is -EEXIST, not -ENOSPC. */
 	if (!ct_reserve(t))
 		return -ENOSPC;

@@ -252,12 +252,13 @@ static void chained_scan_ahead(struct conntab *t, size_t b)
  * a node can leave its chain and come back at the head, so only an order
  * of its own (bucket, hash, address) keeps it from being visited twice.
  */
-static int chained_scan(struct conntab *t, uint64_t *pos, bool fresh,
-			size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end chained_scan(struct conntab *t, uint64_t *pos,
+				     bool fresh, size_t budget, ct_walk_fn fn,
+				     void *arg, int *fnret)
 {
 	return ct_walk_buckets(t, pos, (size_t)ct_chained(t)->mask + 1,
 			       CT_WALK_ALL, budget, chained_scan_pass,
-			       chained_scan_ahead, fn, arg);
+			       chained_scan_ahead, fn, arg, fnret);
 }
 
 static void chained_stats(struct conntab *t, struct conntab_stats *st)

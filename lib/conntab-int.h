@@ -44,8 +44,9 @@ typedef size_t (*ct_batch_fn)(struct conntab *t,
  * Read-mostly fields share the first line, with the read paths of the
  * table's hash, so that conntab_lookup() costs one load and one call
  * before the backend's code; the AES round keys (read by every AES hash)
- * follow. The max_entries counter, written by every insert when a cap is
- * set, has a line of its own.
+ * follow, and in the rest of their last line the key that seals scan
+ * cursors (lib/cursor.c). The max_entries counter, written by every
+ * insert when a cap is set, has a line of its own.
  */
 struct conntab {
 	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
@@ -58,6 +59,7 @@ struct conntab {
 	struct ct_secret secret;	/* SipHash key, and the AES key's bytes */
 
 	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
+	struct ct_secret cursor_key;	/* random, not derived from secret */
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 };
@@ -103,6 +105,19 @@ typedef long (*ct_rank_fn)(struct conntab_node *victim, void *arg);
  * "the budget also bounds the work on empty slots").
  */
 #define CT_SCAN_EMPTY_PER_BUDGET	16
+
+/*
+ * How a backend's scan call (or a walk, a pass with no budget) ended.
+ * Kept apart from fn's value, which may be any int: when a callback's
+ * stop and the end of the pass shared the value 1, a stop was taken for
+ * the end and the rest of the pass was lost.
+ */
+enum ct_scan_end {
+	CT_SCAN_BUDGET,		/* a budget ran out; pos says where */
+	CT_SCAN_PASS,		/* nothing is left: the pass is over */
+	CT_SCAN_STOPPED,	/* fn returned nonzero; pos just after its node */
+	CT_SCAN_BADPOS,		/* pos is no position this backend writes */
+};
 
 struct conntab_ops {
 	/*
@@ -159,12 +174,13 @@ struct conntab_ops {
 	/*
 	 * Visit at most @budget nodes from the position in @pos (ignored
 	 * when @fresh: a pass starts), as conntab_scan() says; write the
-	 * resume position into @pos. 1 at the end of the pass, 0 when the
-	 * budget ran out, fn's nonzero value (pos just after that node), or
-	 * -EINVAL for a position this backend cannot have written.
+	 * resume position into @pos. Returns how the call ended; for
+	 * CT_SCAN_STOPPED, fn's nonzero value is in *@fnret.
 	 */
-	int (*scan)(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
-		    bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+	enum ct_scan_end (*scan)(struct conntab *t,
+				 uint64_t pos[CT_SCAN_POS_WORDS], bool fresh,
+				 size_t budget, ct_walk_fn fn, void *arg,
+				 int *fnret);
 	/*
 	 * Insert @n (claimed; key, hash and state set) as insert does; if
 	 * the cap is reached, evict the best-ranked node of a sample (see

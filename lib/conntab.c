@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "conntab-int.h"
+#include "cursor.h"
 #include "key.h"
 #include "probes.h"
+#include "wipe.h"
 
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
@@ -157,12 +159,17 @@ static int ct_random_secret(uint8_t buf[16])
 	return 0;
 }
 
+/*
+ * The secret, the AES round keys and the cursor key pass through this
+ * frame (key, tmpl) on their way into the table, and are cleared on every
+ * way out of it (lib/wipe.h): the table's own copy is the only one left.
+ */
 CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
 		      const struct rcu_flavor_struct *flavor)
 {
 	uint8_t key[16];
-	struct conntab tmpl;
+	struct conntab tmpl, *t;
 	const struct conntab_ops *ops;
 	int err, hash;
 
@@ -174,18 +181,27 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	ops = ct_ops_of(cfg->backend);
 	tmpl.flavor = cfg->flavor ? cfg->flavor : flavor;
 	hash = ops ? ct_hash_resolve(ops, cfg->hash) : -EINVAL;
-	if (!ops || !tmpl.flavor || hash < 0) {
+	if (!ops || !tmpl.flavor || hash < 0 ||
+	    cfg->expected > CONNTAB_MAX_EXPECTED) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (cfg->secret) {
-		memcpy(key, cfg->secret, sizeof(key));
-	} else {
-		err = ct_random_secret(key);
-		if (err) {
-			errno = -err;
-			return NULL;
-		}
+	/* Random for every table: a known hash secret opens no cursor. */
+	err = ct_random_secret(key);
+	if (!err) {
+		memcpy(&tmpl.cursor_key.k0, key, 8);
+		memcpy(&tmpl.cursor_key.k1, key + 8, 8);
+		if (cfg->secret)
+			memcpy(key, cfg->secret, sizeof(key));
+		else
+			err = ct_random_secret(key);
+	}
+	if (err) {
+		/* A part may be in. */
+		ct_wipe(key, sizeof(key));
+		ct_wipe(&tmpl, sizeof(tmpl));
+		errno = -err;
+		return NULL;
 	}
 	/* One secret keys either hash: the table uses only one of them. */
 	memcpy(&tmpl.secret.k0, key, 8);
@@ -193,12 +209,17 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	tmpl.hash = (enum conntab_hash)hash;
 	if (tmpl.hash == CONNTAB_HASH_AES)
 		ct_aes_expand(&tmpl.aes, key);
+	ct_wipe(key, sizeof(key));
 	tmpl.lookup = ops->read[hash].lookup;
 	tmpl.lookup_batch = ops->read[hash].lookup_batch;
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
-	return ops->create(&tmpl, cfg);
+	t = ops->create(&tmpl, cfg);
+	err = errno;	/* create's, for a NULL t */
+	ct_wipe(&tmpl, sizeof(tmpl));
+	errno = err;
+	return t;
 }
 
 /* Reached without the header's macro: the flavor must come in @cfg. */
@@ -211,8 +232,16 @@ CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg)
 CONNTAB_API void conntab_destroy(struct conntab *t,
 				 void (*release)(struct conntab_node *n))
 {
-	if (t)
-		t->ops->destroy(t, release);
+	if (!t)
+		return;
+	/*
+	 * No user is left (nothing hashes any more, destroy included):
+	 * clear the keys before the backend hands the memory back.
+	 */
+	ct_wipe(&t->secret, sizeof(t->secret));
+	ct_wipe(&t->aes, sizeof(t->aes));
+	ct_wipe(&t->cursor_key, sizeof(t->cursor_key));
+	t->ops->destroy(t, release);
 }
 
 /* Claim @n for @t; false if it is linked (or being linked) somewhere. */
@@ -414,48 +443,52 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 }
 
 /*
- * The front end's word of a cursor: 0 before a pass, else this tag of the
- * table the pass runs on (never 0), so that a cursor of another table or
- * of no table at all is refused instead of being trusted as a position.
+ * A cursor is zeroed before a pass, else the backend's position sealed
+ * under the table's cursor key (lib/cursor.c): what it carries shows
+ * nothing of the table, and one of another table, a changed one or
+ * random bytes is refused instead of being trusted as a position.
  */
 _Static_assert(sizeof(struct conntab_cursor) ==
-	       sizeof(uint64_t) * (1 + CT_SCAN_POS_WORDS), "cursor words");
-
-static uint64_t ct_cursor_tag(const struct conntab *t)
-{
-	uint64_t x = (uint64_t)(uintptr_t)t ^ 0x636f6e6e74616221ull;
-
-	x *= 0x9e3779b97f4a7c15ull;
-	return (x ^ (x >> 29)) | 1;
-}
+	       sizeof(uint64_t) * CT_CURSOR_WORDS, "cursor words");
 
 CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 			     size_t budget,
 			     int (*fn)(struct conntab_node *n, void *arg),
 			     void *arg)
 {
+	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
+	enum ct_scan_end end;
+	int ret = 0;
 	bool fresh;
-	int ret, i;
 
 	if (!t || !cur || !fn || !budget)
 		return -EINVAL;
-	fresh = !cur->opaque[0];
-	if (fresh) {
-		for (i = 1; i <= CT_SCAN_POS_WORDS; i++)
-			if (cur->opaque[i])
-				return -EINVAL;
-	} else if (cur->opaque[0] != ct_cursor_tag(t)) {
+	fresh = conntab_cursor_done(cur);
+	if (!fresh && !ct_cursor_open(t, cur->opaque, pos))
 		return -EINVAL;
-	}
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
-	ret = t->ops->scan(t, &cur->opaque[1], fresh, budget, fn, arg);
-	if (ret == 1) {
+	end = t->ops->scan(t, pos, fresh, budget, fn, arg, &ret);
+	switch (end) {
+	case CT_SCAN_BADPOS:
+		return -EINVAL;
+	case CT_SCAN_PASS:
+		/* The only way a cursor is zeroed: conntab_cursor_done(). */
 		memset(cur, 0, sizeof(*cur));
 		CT_PROBE(scan_pass, t, cur);
-	} else {
-		cur->opaque[0] = ct_cursor_tag(t);
+		return 1;
+	case CT_SCAN_BUDGET:
+		ret = 0;
+		break;
+	case CT_SCAN_STOPPED:
+		/*
+		 * fn's value, whatever it is (1 too): the pass goes on, also
+		 * after a stop on its last node, whose next call finds
+		 * nothing left and ends it.
+		 */
+		break;
 	}
+	ct_cursor_seal(t, pos, cur->opaque);	/* never zeroed: under way */
 	return ret;
 }
 

@@ -76,6 +76,27 @@
  */
 #define XH_SPLIT	(XH_HEADS * 3 / 2)
 /*
+ * Split a segment also when an insert makes one of its chains longer than
+ * XH_CHAIN_SPLIT, however few nodes it holds. The chain index is the low
+ * bits of the hash, which whoever knows the secret can choose as easily
+ * as the top ones: keys with equal low bits (64 hashes each) fill one
+ * chain of every segment, which by its count alone split only past
+ * XH_SPLIT nodes, so every segment kept a chain of up to XH_SPLIT + 1 = 97.
+ * A split on bit l halves such a chain (the attacker's keys differ there
+ * unless they pay for that bit too), so chains stay near XH_CHAIN_SPLIT,
+ * at the price of segments holding a dozen nodes, not ~70 (doc/exthash.md,
+ * "A known secret"). Random hashes never come near it: a segment's chains
+ * are Poisson of mean <= 1.5, one of 17 has probability ~1e-13.
+ */
+#define XH_CHAIN_SPLIT	16
+/*
+ * Buddies merge only if no chain of the merged segment would hold more
+ * than this, so that a chain split is not undone by the next remove (and
+ * redone by the next insert). Random merges (<= XH_MERGE nodes over 64
+ * chains) never meet it.
+ */
+#define XH_CHAIN_MERGE	(XH_CHAIN_SPLIT / 2)
+/*
  * Merge two buddies when together they hold at most 0.5 per chain: a
  * table at a boundary needs XH_HEADS inserts to split again after a merge
  * and ~XH_HEADS removes to merge again after a split.
@@ -736,18 +757,21 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 
 /*
  * Writer: @s is locked and alive, not splitting, and an insert just went
- * into it. Start splitting it if it is overfull: allocate and announce the
- * children, and move the first chains; later writer calls on @s move the
- * rest (xh_split_step). Whatever fails (no memory, directory too shallow),
- * the insert stands and @s merely stays overfull.
+ * into it, making its chain @chain long. Start splitting it if it is
+ * overfull (XH_SPLIT nodes, or a chain of XH_CHAIN_SPLIT): allocate and
+ * announce the children, and move the first chains; later writer calls
+ * on @s move the rest (xh_split_step). Whatever fails (no memory,
+ * directory too shallow), the insert stands and @s merely stays overfull.
  */
-static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s)
+static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
+			   size_t chain)
 {
 	unsigned int l = s->depth;
 	struct ct_xseg *s0, *s1;
 	bool ok, grow;
 
-	if (s->count <= XH_SPLIT || l >= XH_MAX_DEPTH)
+	if ((s->count <= XH_SPLIT && chain <= XH_CHAIN_SPLIT) ||
+	    l >= XH_MAX_DEPTH)
 		return;
 	if (l >= ct_rcu_deref(x->dir)->depth) {
 		/* Needs a deeper directory: start one, split later. */
@@ -793,7 +817,23 @@ static void xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
 	if (s->splitting)
 		xh_split_step(x, s);
 	else if (d->entries > 0)
-		xh_maybe_split(x, s);
+		xh_maybe_split(x, s, d->chain);
+}
+
+/*
+ * Writer, @s and @o locked: would every chain of their merge hold at most
+ * XH_CHAIN_MERGE nodes? At most XH_MERGE nodes to count (the caller
+ * checked), over the two segments' heads.
+ */
+static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < XH_HEADS; i++)
+		if (ct_chain_len(&s->head[i]) + ct_chain_len(&o->head[i]) >
+		    XH_CHAIN_MERGE)
+			return false;
+	return true;
 }
 
 /*
@@ -820,7 +860,8 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 		return NULL;
 	ct_delay(CT_DP_XH_LOCK_BUDDY);
 	if (o->dead || o->splitting || o->depth != l ||
-	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE)
+	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE ||
+	    !xh_merge_chains_ok(s, o))
 		goto out_unlock;
 	m = xh_seg_new(l - 1, s->prefix >> 1);
 	if (!m)
@@ -1205,31 +1246,38 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
  *
  * The position between scan calls (walk.h's layout): pos[0] the range
  * start r (2^32 at the end), pos[1] the cursor's hash with
- * CT_WALK_POS_CUR set if there is one, pos[2] its address.
+ * CT_WALK_POS_CUR set if there is one, pos[2] its address. Returns how
+ * the call ended, as ct_walk_buckets().
  */
-static int xh_walk_from(struct ct_exthash *x, uint64_t *pos, int state,
-			size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end xh_walk_from(struct ct_exthash *x, uint64_t *pos,
+				     int state, size_t budget, ct_walk_fn fn,
+				     void *arg, int *fnret)
 {
 	struct ct_walk_budget bu;
 	struct ct_walk_sel sel;
 	uint64_t r, hi;
 	bool more;
 	size_t b;
-	int ret;
 
 	if (!ct_walk_pos_load(pos, (size_t)1 << 32, &b, &sel))
-		return -EINVAL;
+		return CT_SCAN_BADPOS;
 	ct_walk_budget_init(&bu, budget);
 	for (r = b; r <= UINT32_MAX;) {
 		if (!ct_walk_step(&bu, &sel)) {
 			ct_walk_pos_save(pos, r, &sel);
-			return 0;
+			return CT_SCAN_BUDGET;
 		}
 		xh_snapshot(x, (uint32_t)r, &sel, &hi);
-		ret = ct_walk_visit(&bu, &sel, state, fn, arg, &more);
-		if (ret) {
-			ct_walk_pos_save(pos, r, &sel);
-			return ret;
+		if (ct_walk_visit(&bu, &sel, state, fn, arg, &more, fnret)) {
+			/*
+			 * Resume at the cursor's hash, as below, not at r: a
+			 * split between the calls can end the range of r
+			 * before the cursor, and a step from r would then
+			 * select nothing and move the cursor back to that
+			 * end, visiting again what lies between.
+			 */
+			ct_walk_pos_save(pos, sel.cur_hash, &sel);
+			return CT_SCAN_STOPPED;
 		}
 		if (more) {
 			r = sel.cur_hash;	/* more in this range */
@@ -1242,21 +1290,26 @@ static int xh_walk_from(struct ct_exthash *x, uint64_t *pos, int state,
 	}
 	ct_walk_sel_init(&sel);
 	ct_walk_pos_save(pos, r, &sel);
-	return 1;
+	return CT_SCAN_PASS;
 }
 
 static int xh_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
 	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
-	int ret = xh_walk_from(ct_exthash(t), pos, state, SIZE_MAX, fn, arg);
+	enum ct_scan_end end;
+	int fnret = 0;
 
-	return ret == 1 ? 0 : ret;
+	end = xh_walk_from(ct_exthash(t), pos, state, SIZE_MAX, fn, arg,
+			   &fnret);
+	return ct_walk_result(end, fnret);
 }
 
-static int xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
-		   size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
+				size_t budget, ct_walk_fn fn, void *arg,
+				int *fnret)
 {
-	return xh_walk_from(ct_exthash(t), pos, CT_WALK_ALL, budget, fn, arg);
+	return xh_walk_from(ct_exthash(t), pos, CT_WALK_ALL, budget, fn, arg,
+			    fnret);
 }
 
 /* Longest chain a lookup of chain @i of @s (locked) walks. */

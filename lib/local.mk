@@ -4,11 +4,11 @@ conntabincludedir = $(includedir)/conntab
 conntabinclude_HEADERS = include/conntab/conntab.h
 
 lib_libconntab_la_SOURCES = \
-	lib/conntab.c lib/conntab-int.h \
+	lib/conntab.c lib/conntab-int.h lib/cursor.c lib/cursor.h \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \
-	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h \
+	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h lib/wipe.h \
 	lib/evict.c lib/evict.h \
 	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
 	lib/probes.h lib/delay.c lib/delay.h \

@@ -445,20 +445,22 @@ static void split_walk_ahead(struct conntab *t, size_t b)
 static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
 	uint64_t pos[CT_SCAN_POS_WORDS] = { 0 };
-	int ret;
+	enum ct_scan_end end;
+	int fnret = 0;
 
-	ret = ct_walk_buckets(t, pos, (size_t)ct_split(t)->mask + 1, state,
+	end = ct_walk_buckets(t, pos, (size_t)ct_split(t)->mask + 1, state,
 			      SIZE_MAX, split_walk_pass, split_walk_ahead,
-			      fn, arg);
-	return ret == 1 ? 0 : ret;
+			      fn, arg, &fnret);
+	return ct_walk_result(end, fnret);
 }
 
-static int split_table_scan(struct conntab *t, uint64_t *pos, bool fresh,
-			    size_t budget, ct_walk_fn fn, void *arg)
+static enum ct_scan_end split_table_scan(struct conntab *t, uint64_t *pos,
+					 bool fresh, size_t budget,
+					 ct_walk_fn fn, void *arg, int *fnret)
 {
 	return ct_walk_buckets(t, pos, (size_t)ct_split(t)->mask + 1,
 			       CT_WALK_ALL, budget, split_walk_pass,
-			       split_walk_ahead, fn, arg);
+			       split_walk_ahead, fn, arg, fnret);
 }
 
 static void split_stats(struct conntab *t, struct conntab_stats *st)

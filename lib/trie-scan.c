@@ -3,7 +3,8 @@
  * CONNTAB_TRIE: conntab_scan(), a pass in key order resumed from a
  * position in bounded calls.
  *
- * The position. The cursor's 40 bytes hold a string P of the key-string
+ * The position. Its 40 bytes (sealed into the cursor by the front end,
+ * lib/cursor.c, so that no key shows) hold a string P of the key-string
  * space (lib/key.h; zero past an IPv4 key's 16 bytes, as in the trie):
  * every key <= P that was present for the whole pass so far has been
  * visited, and the pass visits only keys > P from now on. A pass starts
@@ -222,8 +223,14 @@ static bool ct_scan_sub(struct ct_scan *sc, uintptr_t p, unsigned int pend,
 	return ct_scan_dense(sc, x, lo, hi, end, tight);
 }
 
-int ct_trie_scan(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
-		 bool fresh, size_t budget, ct_walk_fn fn, void *arg)
+/*
+ * Any 40 bytes are a position P (the descent only compares strings with
+ * it), so no position is refused.
+ */
+enum ct_scan_end ct_trie_scan(struct conntab *t,
+			      uint64_t pos[CT_SCAN_POS_WORDS], bool fresh,
+			      size_t budget, ct_walk_fn fn, void *arg,
+			      int *fnret)
 {
 	struct ct_scan sc = { .calls = budget, .fn = fn, .arg = arg };
 
@@ -234,7 +241,10 @@ int ct_trie_scan(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
 	sc.work = budget > SIZE_MAX / CT_SCAN_EMPTY_PER_BUDGET ?
 		  SIZE_MAX : budget * CT_SCAN_EMPTY_PER_BUDGET;
 	if (!ct_scan_sub(&sc, ct_w_load(&ct_trie(t)->root), 0, true))
-		return 1;
+		return CT_SCAN_PASS;
 	memcpy(pos, sc.p, CT_KEY_STR_MAX);
-	return sc.ret;
+	if (!sc.ret)
+		return CT_SCAN_BUDGET;
+	*fnret = sc.ret;
+	return CT_SCAN_STOPPED;
 }

@@ -598,8 +598,10 @@ struct conntab_node *ct_t_first_leaf(uintptr_t p, const uint8_t *ps,
 int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre);
 
 /* lib/trie-scan.c, lib/trie-evict.c: the lifecycle calls. */
-int ct_trie_scan(struct conntab *t, uint64_t pos[CT_SCAN_POS_WORDS],
-		 bool fresh, size_t budget, ct_walk_fn fn, void *arg);
+enum ct_scan_end ct_trie_scan(struct conntab *t,
+			      uint64_t pos[CT_SCAN_POS_WORDS], bool fresh,
+			      size_t budget, ct_walk_fn fn, void *arg,
+			      int *fnret);
 int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 			 ct_rank_fn rank, void *arg,
 			 struct conntab_node **evicted);

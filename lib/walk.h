@@ -198,17 +198,18 @@ static inline bool ct_walk_step(struct ct_walk_budget *bu,
 
 /*
  * After a step: call @fn on the selection (the nodes in @state, or all
- * for CT_WALK_ALL), on no live chain. Returns fn's first nonzero value,
- * the cursor then just past that node, or 0 with the cursor past the
- * selection and *@more set if the bucket or range may hold more above it.
+ * for CT_WALK_ALL), on no live chain. True if fn returned nonzero: its
+ * value is in *@fnret, the cursor just past that node. Else the cursor is
+ * past the selection and *@more set if the bucket or range may hold more
+ * above it.
  */
-static inline int ct_walk_visit(struct ct_walk_budget *bu,
-				struct ct_walk_sel *sel, int state,
-				ct_walk_fn fn, void *arg, bool *more)
+static inline bool ct_walk_visit(struct ct_walk_budget *bu,
+				 struct ct_walk_sel *sel, int state,
+				 ct_walk_fn fn, void *arg, bool *more,
+				 int *fnret)
 {
 	struct conntab_node *n;
 	size_t i;
-	int ret;
 
 	bu->empty -= !sel->len;
 	for (i = 0; i < sel->len; i++) {
@@ -217,15 +218,15 @@ static inline int ct_walk_visit(struct ct_walk_budget *bu,
 			continue;
 		bu->calls--;
 		ct_delay(CT_DP_WALK_READ_VISIT);
-		ret = fn(n, arg);
-		if (ret) {
+		*fnret = fn(n, arg);
+		if (*fnret) {
 			sel->len = i + 1;
 			ct_walk_sel_advance(sel);
-			return ret;
+			return true;
 		}
 	}
 	*more = ct_walk_sel_advance(sel);
-	return 0;
+	return false;
 }
 
 /*
@@ -234,10 +235,12 @@ static inline int ct_walk_visit(struct ct_walk_budget *bu,
  * CT_SCAN_EMPTY_PER_BUDGET buckets that offer nothing; save the position.
  * @pass(t, b, state, sel) offers every node of bucket b to @sel (reader,
  * RCU read lock held), false if it was diverted by a move (the pass is
- * then retried before any fn call). Returns 1 at the end of the buckets,
- * 0 when a budget ran out, or fn's nonzero value (position just after
- * that node). fn runs on the selection, on no live chain: it may unlink
- * or move its node.
+ * then retried before any fn call). Returns how the call ended (enum
+ * ct_scan_end): CT_SCAN_PASS at the end of the buckets, CT_SCAN_BUDGET
+ * when a budget ran out, CT_SCAN_STOPPED when fn returned nonzero (that
+ * value in *@fnret, the position just after its node), CT_SCAN_BADPOS
+ * for a position no call saved. fn runs on the selection, on no live
+ * chain: it may unlink or move its node.
  *
  * @ahead(t, b) prefetches the first node(s) of bucket b, CT_WALK_AHEAD
  * buckets before the pass reaches it: a bucket's nodes are a miss each,
@@ -247,22 +250,21 @@ static inline int ct_walk_visit(struct ct_walk_budget *bu,
  */
 #define CT_WALK_AHEAD	8
 
-static inline __attribute__((always_inline)) int
+static inline __attribute__((always_inline)) enum ct_scan_end
 ct_walk_buckets(struct conntab *t, uint64_t *pos, size_t nbuckets, int state,
 		size_t budget,
 		bool (*pass)(struct conntab *t, size_t b, int state,
 			     struct ct_walk_sel *sel),
 		void (*ahead)(struct conntab *t, size_t b),
-		ct_walk_fn fn, void *arg)
+		ct_walk_fn fn, void *arg, int *fnret)
 {
 	struct ct_walk_budget bu;
 	struct ct_walk_sel sel;
 	bool more;
 	size_t b;
-	int ret;
 
 	if (!ct_walk_pos_load(pos, nbuckets, &b, &sel))
-		return -EINVAL;
+		return CT_SCAN_BADPOS;
 	ct_walk_budget_init(&bu, budget);
 	for (; b < nbuckets; b++, ct_walk_sel_init(&sel)) {
 		if (b + CT_WALK_AHEAD < nbuckets)
@@ -270,20 +272,30 @@ ct_walk_buckets(struct conntab *t, uint64_t *pos, size_t nbuckets, int state,
 		do {
 			if (!ct_walk_step(&bu, &sel)) {
 				ct_walk_pos_save(pos, b, &sel);
-				return 0;
+				return CT_SCAN_BUDGET;
 			}
 			while (!pass(t, b, state, &sel))
 				sel.len = 0;
-			ret = ct_walk_visit(&bu, &sel, state, fn, arg, &more);
-			if (ret) {
+			if (ct_walk_visit(&bu, &sel, state, fn, arg, &more,
+					  fnret)) {
 				ct_walk_pos_save(pos, b, &sel);
-				return ret;
+				return CT_SCAN_STOPPED;
 			}
 		} while (more);
 	}
 	ct_walk_sel_init(&sel);
 	ct_walk_pos_save(pos, nbuckets, &sel);
-	return 1;
+	return CT_SCAN_PASS;
+}
+
+/*
+ * A whole walk from a pass's result: fn's value if it stopped the walk,
+ * else 0. (A walk has no budget and starts at a zero position, so it
+ * ends only at the end of the pass or on fn's value.)
+ */
+static inline int ct_walk_result(enum ct_scan_end end, int fnret)
+{
+	return end == CT_SCAN_STOPPED ? fnret : 0;
 }
 
 #endif /* CT_WALK_H */

@@ -25,6 +25,7 @@ dist_man3_MANS = \
 	man/man3/conntab_hash_of.3 \
 	man/man3/conntab_create.3 \
 	man/man3/conntab_create_flavor.3 \
+	man/man3/conntab_cursor_done.3 \
 	man/man3/conntab_destroy.3 \
 	man/man3/conntab_insert.3 \
 	man/man3/conntab_insert_recycle.3 \

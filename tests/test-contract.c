@@ -123,6 +123,36 @@ START_TEST(create_sizes)
 }
 END_TEST
 
+/*
+ * A sizing hint above CONNTAB_MAX_EXPECTED is refused, not honoured: at
+ * SIZE_MAX the hash backends allocated 1 to 2.45 GB for it (issue 27,
+ * item 11b). The maximum itself is allocated only for the trie, which
+ * sizes nothing before its root bursts; the hash backends would size
+ * their arrays at their caps (gigabytes).
+ */
+START_TEST(create_expected_max)
+{
+	static const size_t bad[] = { CONNTAB_MAX_EXPECTED + 1, SIZE_MAX / 2,
+				      SIZE_MAX };
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct conntab *t;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg.expected = bad[i];
+		errno = 0;
+		ck_assert_ptr_null(conntab_create(&cfg));
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	if (B != CONNTAB_TRIE)
+		return;
+	cfg.expected = CONNTAB_MAX_EXPECTED;
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 /* --- insert --------------------------------------------------------- */
 
 START_TEST(insert_basic)
@@ -822,7 +852,7 @@ END_TEST
 int main(void)
 {
 	const TTest *const per_backend[] = {
-		create_flavor, create_sizes,
+		create_flavor, create_sizes, create_expected_max,
 		insert_basic, insert_exists, insert_busy, insert_inval,
 		insert_nospc, recycle,
 		lookup_null, lookup_batch,

@@ -6,9 +6,12 @@
  * grows and shrinks the table in waves (exthash splitting and merging,
  * its directory doubling and halving), each call in a read-side section
  * of its own: a node present for the whole pass is visited exactly once,
- * any other node at most once, pass after pass.
+ * any other node at most once, pass after pass. A callback's value, 1
+ * included, stops a call and never the pass (issue 27, item 8: a 1 was
+ * taken for the end of the pass, and the nodes after it were lost).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +26,12 @@ struct scan_ctx {
 	uint32_t pass;		/* mark of the pass running */
 	size_t calls;		/* callbacks in this conntab_scan() call */
 	size_t stop_at;		/* return stop_ret at this callback (0: never) */
+	size_t every;		/* and at every every-th of the pass (0: never) */
+	size_t total;		/* callbacks in this pass */
 	int stop_ret;
 	int action;		/* 0 none, 1 remove, 2 timewait in place */
 	unsigned long twice;	/* nodes visited twice in one pass */
+	struct conntab_node *last;	/* the node of the last callback */
 };
 
 static int scan_fn(struct conntab_node *n, void *arg)
@@ -46,13 +52,24 @@ static int scan_fn(struct conntab_node *n, void *arg)
 		c->count = 1;
 	}
 	s->calls++;
+	s->total++;
+	s->last = n;
 	if (s->action == 1)
 		ck_assert_int_eq(conntab_remove(s->t, n), 0);
 	else if (s->action == 2 && conntab_node_state(n) == CONNTAB_ESTABLISHED)
 		ck_assert_int_eq(conntab_timewait(s->t, n, n), 0);
 	if (s->stop_at && s->calls == s->stop_at)
 		return s->stop_ret;
+	if (s->every && s->total % s->every == 0)
+		return s->stop_ret;
 	return 0;
+}
+
+/* Did the last callback of the call just made stop it? */
+static int scan_stopped(const struct scan_ctx *s)
+{
+	return s->calls && ((s->stop_at && s->calls == s->stop_at) ||
+			    (s->every && s->total % s->every == 0));
 }
 
 /* One call in its own read-side section; checks the budget is kept. */
@@ -84,7 +101,10 @@ static int cursor_zero(const struct conntab_cursor *cur)
 	return !memcmp(cur, &zero, sizeof(zero));
 }
 
-/* A whole pass with @budget per call; returns the number of calls. */
+/*
+ * A whole pass with @budget per call, until it ends (the
+ * callback may stop calls with s->every); returns the number of calls.
+ */
 static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
 {
 	struct conntab_cursor cur = { { 0 } };
@@ -92,15 +112,22 @@ static size_t scan_pass(struct conntab *t, size_t budget, struct scan_ctx *s)
 	int ret;
 
 	s->pass++;
-	do {
+	s->total = 0;
+	for (;;) {
 		ret = scan_call(t, &cur, budget, s);
-		ck_assert_int_ge(ret, 0);
 		calls++;
-		if (ret == 0)
-			ck_assert(!cursor_zero(&cur));
-	} while (ret != 1);
-	ck_assert(cursor_zero(&cur));
-	return calls;
+		if (scan_stopped(s)) {
+			ck_assert_int_eq(ret, s->stop_ret);
+			ck_assert(!conntab_cursor_done(&cur));
+			continue;
+		}
+		ck_assert_int_ge(ret, 0);
+		ck_assert_int_le(ret, 1);
+		ck_assert_int_eq(conntab_cursor_done(&cur), ret == 1);
+		ck_assert_int_eq(cursor_zero(&cur), ret == 1);
+		if (ret == 1)
+			return calls;
+	}
 }
 
 static struct conntab *filled(enum conntab_backend b, size_t n,
@@ -187,6 +214,188 @@ START_TEST(scan_codes)
 	ck_assert_int_eq(scan_call(t, &cur, 1000, &s), 1);
 	ck_assert_uint_eq(s.calls, 300);
 	t_expect_counts(t, 300, 0);
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+}
+END_TEST
+
+/*
+ * Every value a callback can stop a call with comes back as it is, 1
+ * included, and never ends the pass: the cursor stays just after the
+ * node, not zeroed, so conntab_cursor_done() tells a 1 from the end of
+ * the pass. Stops every k-th callback of the pass, at budget boundaries
+ * (the budget-th callback of a call, the one after), and on the last node
+ * of the pass, whose next call visits nothing and ends it.
+ */
+START_TEST(scan_stop_values)
+{
+	enum { N = 300 };
+	static const int values[] = { 1, 2, -1, 42, -EINVAL, INT_MAX, INT_MIN };
+	static const size_t budgets[] = { 1, 7, 32, 33, N - 1, N, 1000 };
+	static struct tconn c[N];
+	struct conntab_cursor cur;
+	struct scan_ctx s = { 0 };
+	size_t v, b, e, i, every[5], calls, stops;
+	struct conntab *t;
+	int ret;
+
+	t = filled(B, N, c, 0);
+	memset(&cur, 0, sizeof(cur));
+	ck_assert(conntab_cursor_done(&cur));
+	for (v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+		for (b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+			every[0] = 1;
+			every[1] = 10;
+			every[2] = budgets[b];
+			every[3] = budgets[b] + 1;
+			every[4] = N;		/* the last node of the pass */
+			for (e = 0; e < 5; e++) {
+				s.stop_ret = values[v];
+				s.every = every[e];
+				s.pass++;
+				s.total = 0;
+				memset(&cur, 0, sizeof(cur));
+				calls = stops = 0;
+				for (;;) {
+					ret = scan_call(t, &cur, budgets[b],
+							&s);
+					ck_assert_uint_le(++calls, 2 * N + 2);
+					if (scan_stopped(&s)) {
+						ck_assert_int_eq(ret,
+								 values[v]);
+						ck_assert(!conntab_cursor_done(
+							&cur));
+						stops++;
+						continue;
+					}
+					ck_assert_int_ge(ret, 0);
+					ck_assert_int_le(ret, 1);
+					ck_assert_int_eq(
+						conntab_cursor_done(&cur),
+						ret == 1);
+					if (ret == 1)
+						break;
+				}
+				ck_assert_uint_eq(s.total, N);
+				ck_assert_uint_eq(stops, N / every[e]);
+				for (i = 0; i < N; i++) {
+					ck_assert_uint_eq(c[i].mark, s.pass);
+					ck_assert_uint_eq(c[i].count, 1);
+				}
+				ck_assert_uint_eq(s.twice, 0);
+				/* Stopped on the last node: one empty call. */
+				if (every[e] == N && budgets[b] >= N) {
+					ck_assert_uint_eq(calls, 2);
+					ck_assert_uint_eq(s.calls, 0);
+				}
+			}
+		}
+	}
+	/* The next call after a pass starts a new one. */
+	s.every = 0;
+	s.pass++;
+	s.total = 0;
+	ck_assert_int_eq(scan_call(t, &cur, 1000, &s), 1);
+	ck_assert_uint_eq(s.calls, N);
+	ck_assert(conntab_cursor_done(&cur));
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
+/*
+ * A cursor shows nothing of its table (issue 27, item 11a: it carried the
+ * table's address, invertibly, and the keyed hash and address of the
+ * last node visited; in the trie, that node's key). Over the cursors of
+ * a pass every bit is set in some and clear in others (but the tag's
+ * lowest, always set), and no word is the table's or the node's address. Two tables with the same secret and
+ * keys give different cursors, and neither takes the other's. A cursor
+ * changed in any one bit, or made up, is refused with -EINVAL and left as
+ * it was; a copy resumes exactly where the original did.
+ */
+START_TEST(scan_cursor_sealed)
+{
+	enum { N = 300, C = 200, W = sizeof(struct conntab_cursor) / 8 };
+	static const uint8_t secret[16] = "one secret, two";
+	static struct tconn c[N], d[N];
+	static struct conntab_cursor seen[C + 1];
+	static struct conntab_node *next[C + 1];
+	struct conntab_config cfg = { .backend = B, .hash = t_hash,
+				      .secret = secret };
+	struct conntab_cursor cur = { { 0 } }, x;
+	struct scan_ctx s = { 0 };
+	uint64_t rng = 0xc0ffee;
+	struct conntab *t, *u;
+	struct conntab_key k;
+	size_t i, w, bit, set;
+
+	t = conntab_create(&cfg);
+	u = conntab_create(&cfg);
+	ck_assert(t && u);
+	t_conns_init(c, N);
+	t_conns_init(d, N);
+	for (i = 0; i < N; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+		ck_assert_int_eq(conntab_insert(u, &d[i].node, &k), 0);
+	}
+	/* C calls of budget 1: each leaves a cursor of a pass under way. */
+	s.pass = 1;
+	for (i = 0; i <= C; i++) {
+		s.last = NULL;
+		ck_assert_int_eq(scan_call(t, &cur, 1, &s), 0);
+		next[i] = s.last;	/* what the call from seen[i - 1] did */
+		seen[i] = cur;
+		for (w = 0; w < W; w++) {
+			ck_assert_uint_ne(cur.opaque[w], (uintptr_t)t);
+			ck_assert_uint_ne(cur.opaque[w], (uintptr_t)s.last);
+		}
+	}
+	for (w = 0; w < W; w++)
+		for (bit = !w; bit < 64; bit++) {	/* a tag is odd */
+			for (i = set = 0; i < C; i++)
+				set += seen[i].opaque[w] >> bit & 1;
+			/* Binomial(200, 1/2): outside this, p < 1e-17. */
+			ck_assert_msg(set >= C / 5 && set <= C - C / 5,
+				      "cursor word %zu bit %zu set in %zu of "
+				      "%d cursors", w, bit, set, C);
+		}
+	/* The same calls on the twin table: other cursors, refused here. */
+	memset(&x, 0, sizeof(x));
+	s.pass = 2;
+	ck_assert_int_eq(scan_call(u, &x, 1, &s), 0);
+	ck_assert(memcmp(&x, &seen[0], sizeof(x)));
+	ck_assert_int_eq(conntab_scan(t, &x, 1, scan_fn, &s), -EINVAL);
+	x = seen[0];
+	ck_assert_int_eq(conntab_scan(u, &x, 1, scan_fn, &s), -EINVAL);
+	ck_assert(!memcmp(&x, &seen[0], sizeof(x)));
+	/* Any one bit changed: refused, cursor untouched, nothing visited. */
+	for (bit = 0; bit < 64 * W; bit++) {
+		x = seen[C / 2];
+		x.opaque[bit / 64] ^= 1ull << (bit % 64);
+		s.calls = 0;
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_scan(t, &x, 5, scan_fn, &s),
+				 -EINVAL);
+		rcu_read_unlock();
+		ck_assert_uint_eq(s.calls, 0);
+		ck_assert_uint_eq(x.opaque[bit / 64] ^ seen[C / 2].opaque[bit / 64],
+				  1ull << (bit % 64));
+	}
+	/* Made up: random words, the tag's low bit as a seal sets it. */
+	for (i = 0; i < 2000; i++) {
+		for (w = 0; w < W; w++)
+			x.opaque[w] = th_rnd(&rng);
+		x.opaque[0] |= i & 1;
+		ck_assert_int_eq(conntab_scan(t, &x, 5, scan_fn, &s), -EINVAL);
+	}
+	/* A copy (a token handed out and back) resumes as the original. */
+	for (i = 0; i < C; i += 17) {
+		x = seen[i];
+		s.last = NULL;
+		ck_assert_int_eq(scan_call(t, &x, 1, &s), 0);
+		ck_assert_ptr_eq(s.last, next[i + 1]);
+		ck_assert(!memcmp(&x, &seen[i + 1], sizeof(x)));
+	}
 	conntab_destroy(t, NULL);
 	conntab_destroy(u, NULL);
 }
@@ -342,6 +551,9 @@ START_TEST(scan_under_waves)
 	       __atomic_load_n(&w.waves, __ATOMIC_RELAXED) < 3) {
 		/* Budgets from 1 up: many resumes per pass. */
 		budget = 1 + th_rnd(&rng) % (passes % 3 ? 2000 : 40);
+		/* Every fourth pass, the callback stops calls with 1. */
+		s.every = passes % 4 == 3 ? 1 + th_rnd(&rng) % 50 : 0;
+		s.stop_ret = 1;
 		calls += scan_pass(w.t, budget, &s);
 		for (i = 0; i < NSTABLE; i++) {
 			ck_assert_msg(c[i].mark == s.pass && c[i].count == 1,
@@ -374,7 +586,8 @@ END_TEST
 int main(void)
 {
 	const TTest *const per_backend[] = {
-		scan_codes, scan_budgets, scan_fn_changes, scan_under_waves,
+		scan_codes, scan_stop_values, scan_cursor_sealed, scan_budgets,
+		scan_fn_changes, scan_under_waves,
 	};
 	Suite *s = suite_create("scan");
 	int ret;

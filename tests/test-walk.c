@@ -108,6 +108,29 @@ START_TEST(walk_visits)
 	w.stop_ret = 5;
 	ck_assert_int_eq(walk(&w, -1), 5);
 	ck_assert_uint_eq(w.calls, 1);
+	/*
+	 * 1 too, anywhere: split and exthash once took it for the end of
+	 * their pass and returned 0, as if the walk had been whole.
+	 */
+	for (i = 1; i <= N; i += 37) {
+		w.stop_after = i;
+		w.stop_ret = 1;
+		ck_assert_int_eq(walk(&w, -1), 1);
+		ck_assert_uint_eq(w.calls, i);
+		ck_assert_int_eq(walk(&w, CONNTAB_ESTABLISHED), 1);
+		ck_assert_uint_eq(w.calls, i);
+		/* The hash backends' prefix walk is a filtered walk. */
+		w.calls = 0;
+		t_key(&k, 0);
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_walk_prefix(w.t, &k, 0, walk_fn, &w),
+				 1);
+		rcu_read_unlock();
+		ck_assert_uint_eq(w.calls, i);
+	}
+	w.stop_after = N;	/* the last node of the walk */
+	ck_assert_int_eq(walk(&w, -1), 1);
+	ck_assert_uint_eq(w.calls, N);
 	w.stop_after = 0;
 
 	/* fn flips every third node to TIME_WAIT in place. */

@@ -129,12 +129,31 @@ struct conntab_node {
 	void *ct_owner;			/**< @private table the node is linked in */
 };
 
+/**
+ * @def CONNTAB_MAX_EXPECTED
+ * The largest conntab_config::expected that conntab_create() accepts:
+ * 2^32 connections (2^26 where size_t has 32 bits: as many 64-byte nodes
+ * as the address space holds). A larger hint is refused with EINVAL, not
+ * honoured: it is a bug such as (size_t)-1, and sizing for it allocated
+ * gigabytes. Up to the maximum each backend sizes for the hint as far as
+ * it goes (CONNTAB_CHAINED and CONNTAB_SPLIT their fixed arrays to 2^27
+ * buckets, CONNTAB_EXTHASH its first segments to 2^28 chains, CONNTAB_TRIE
+ * its root's first wide node to 2^20 slots) and past that grows online or
+ * loads its chains more.
+ */
+#if SIZE_MAX > 0xffffffffu
+# define CONNTAB_MAX_EXPECTED	((size_t)1 << 32)
+#else
+# define CONNTAB_MAX_EXPECTED	((size_t)1 << 26)
+#endif
+
 /** Table parameters for conntab_create(). Zero-initialise, then set. */
 struct conntab_config {
 	enum conntab_backend backend;	/**< implementation */
-	size_t expected;	/**< sizing hint: expected number of entries (0 = small);
-				     the hash backends size their arrays from it, the
-				     trie the first wide node of its root */
+	size_t expected;	/**< sizing hint: expected number of entries (0 = small,
+				     at most #CONNTAB_MAX_EXPECTED); the hash backends
+				     size their arrays from it, the trie the first wide
+				     node of its root */
 	size_t max_entries;	/**< hard cap, 0 = none; beyond it insert fails -ENOSPC */
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
@@ -179,12 +198,36 @@ struct conntab;
 /**
  * Where a conntab_scan() pass stands. Zero-initialise it to start a pass;
  * then leave it to the library, which zeroes it again at the end of the
- * pass. It belongs to one table. 48 bytes: a trie cursor holds the key
- * string of the last node visited (40 bytes for IPv6).
+ * pass, and only then: while a pass is under way the cursor is never all
+ * zero (conntab_cursor_done()). It belongs to one table. 48 bytes: the
+ * position (a trie's is the key string of the last node visited, 40 bytes
+ * for IPv6), encrypted and authenticated under a random key of the table
+ * (SIV with SipHash-2-4), so that it may be handed out as a token: it
+ * shows nothing of the table, its addresses, hashes or keys (only whether
+ * two cursors of one table stand at the same place), and conntab_scan()
+ * refuses one of another table, a changed one or made-up bytes.
  */
 struct conntab_cursor {
 	uint64_t opaque[6];	/**< @private the pass's position */
 };
+
+/**
+ * Whether no conntab_scan() pass is under way on a cursor: true for a
+ * zeroed cursor (a new one, or one whose pass the last call ended), false
+ * while a pass is under way, also after a callback stopped a call on the
+ * last node of the pass.
+ *
+ * So after conntab_scan() returned 1, it tells the end of the pass (true)
+ * from a callback that returned 1 to stop the call (false: the next call
+ * goes on after that node). Callbacks that never return 1 need not ask.
+ * @param cur a cursor of conntab_scan()
+ * @return 1 if @p cur is zeroed, else 0
+ */
+static inline int conntab_cursor_done(const struct conntab_cursor *cur)
+{
+	return !(cur->opaque[0] | cur->opaque[1] | cur->opaque[2] |
+		 cur->opaque[3] | cur->opaque[4] | cur->opaque[5]);
+}
 
 /**
  * Recover the object that embeds a node.
@@ -235,8 +278,9 @@ conntab_node_state(const struct conntab_node *n)
  * conntab_config::flavor is NULL.
  * @param cfg    parameters (not kept after the call)
  * @param flavor liburcu flavor of the application (e.g. &rcu_flavor)
- * @return the table, or NULL with errno set: EINVAL for a bad config, an
- *         unknown or unavailable backend, or no flavor; ENOMEM.
+ * @return the table, or NULL with errno set: EINVAL for a bad config (an
+ *         unknown or unavailable backend or hash, conntab_config::expected
+ *         above #CONNTAB_MAX_EXPECTED), or no flavor; ENOMEM.
  */
 CONNTAB_API struct conntab *
 conntab_create_flavor(const struct conntab_config *cfg,
@@ -396,8 +440,18 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * Visit the next nodes of a pass over the whole table, in bounded calls.
  *
  * A pass starts from a zeroed cursor and ends with the call that returns
- * 1; each call visits at most @p budget nodes in the backend's order and
- * records in @p cur where it stopped. The caller holds the RCU read lock
+ * 1 and zeroes the cursor; each call visits at most @p budget nodes in the
+ * backend's order and records in @p cur where it stopped. A callback's
+ * nonzero value stops a call but never ends the pass, so a callback that
+ * may return 1 tells the two apart with conntab_cursor_done(). A whole
+ * pass, one call per tick, until it ends or fails:
+ * @code
+ * do {
+ *         rcu_read_lock();
+ *         ret = conntab_scan(t, &cur, 64, fn, arg);
+ *         rcu_read_unlock();
+ * } while (ret >= 0 && !conntab_cursor_done(&cur));
+ * @endcode The caller holds the RCU read lock
  * during each call, not between calls, so a long pass never holds up a
  * grace period: this is what expiry (idle timeouts) and statistics sweeps
  * are built on, a little work per tick.
@@ -430,10 +484,12 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * @param arg    passed to @p fn
  * @return 1 when this call reached the end of the pass (@p cur is zeroed:
  *         the next call starts a new pass); 0 when the budget ran out first;
- *         @p fn's value when it is nonzero (@p cur stays just after that
- *         node: the next call goes on from there); -EINVAL for NULL
+ *         @p fn's value when it is nonzero, 1 included (@p cur stays just
+ *         after that node, never zeroed, even after the last node of the
+ *         pass: the next call goes on from there); -EINVAL for NULL
  *         arguments, a zero @p budget, or a cursor that is neither zeroed
- *         nor left by a call on @p t.
+ *         nor left by a call on @p t (another table's, changed, made up:
+ *         @p cur is left as it was).
  */
 CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 			     size_t budget,

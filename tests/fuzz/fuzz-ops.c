@@ -529,6 +529,7 @@ struct scan {
 	uint8_t mode;
 	unsigned long calls;
 	size_t budget;
+	int stopped;		/* the callback's nonzero value, or 0 */
 };
 
 static int scan_fn(struct conntab_node *n, void *arg)
@@ -547,9 +548,11 @@ static int scan_fn(struct conntab_node *n, void *arg)
 	if (++sc->calls > sc->budget)
 		FAIL("scan: %lu callbacks, budget %zu", sc->calls, sc->budget);
 	switch (act) {
-	case 1:			/* stop at the k-th */
-		if (sc->calls == (unsigned long)(sc->mode >> 2) % 5 + 1)
-			return -ENOENT;
+	case 1:			/* stop at the k-th, with 1 or -ENOENT */
+		if (sc->calls == (unsigned long)(sc->mode >> 2) % 5 + 1) {
+			sc->stopped = sc->mode & 0x80 ? 1 : -ENOENT;
+			return sc->stopped;
+		}
 		break;
 	case 2:			/* remove some */
 		if ((sc->calls + (sc->mode >> 2)) % 3 == 0) {
@@ -600,8 +603,13 @@ static void op_scan(void)
 		EXPECT_INT(ret, -EINVAL, "scan with budget 0");
 		return;
 	}
-	if (ret == -ENOENT && (sc.mode & 3) == 1)
-		return;		/* fn's value: the pass goes on */
+	if (sc.stopped) {
+		/* fn's value, 1 included: the pass goes on. */
+		EXPECT_INT(ret, sc.stopped, "scan stopped by fn");
+		if (conntab_cursor_done(&scan_cur))
+			FAIL("scan: cursor zeroed by a callback's stop");
+		return;
+	}
 	if (ret != 0 && ret != 1)
 		FAIL("scan returned %d", ret);
 	if (ret == 0 && sc.calls > sc.budget)
