@@ -199,10 +199,17 @@ void ct_t_check(struct ct_tnode *y)
 }
 #endif
 
-/* Bits of the keys below @d: IPv4 strings end at 128. */
+/*
+ * Bits of the keys below @d: IPv4 strings end at 128. A node that starts
+ * before the family byte (bits 24 to 31: a node over zones or
+ * protocols) may have IPv6 keys below it, whose strings go on to 320: a
+ * builder told 128 there took two IPv6 keys that agree on their first
+ * 128 bits for one and built a window of negative width
+ * (tests/test-trie.c, v6_under_zone_node).
+ */
 static unsigned int ct_d_lmax(const struct ct_tnode *d)
 {
-	return d->pos >= 32 && ct_d((struct ct_tnode *)d)->prefix[3] ==
+	return d->pos < 32 || ct_d((struct ct_tnode *)d)->prefix[3] ==
 	       AF_INET6 ? CT_KEY_STR_MAX * 8 : 16 * 8;
 }
 

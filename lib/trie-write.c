@@ -972,7 +972,7 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 	tr->base.flavor->read_unlock();
 	/* A recycle replaces a counted node, and so does an eviction. */
 	if (!err && !held && !(recycled && *recycled))
-		ct_t_count(tr, 1, n->ct_state == CONNTAB_TIMEWAIT);
+		ct_t_count(tr, 1, 0);	/* linked ESTABLISHED (lib/conntab.c) */
 	return err;
 }
 

@@ -958,6 +958,89 @@ START_TEST(trie_malformed_after_nomem)
 END_TEST
 #endif
 
+/*
+ * IPv6 keys under a dense node over zones: the node starts before the
+ * family byte, so the keys below it may run to 320 bits. Zones g << 13 |
+ * j (8 groups of 5, on both sides of a byte's top bits) make the root a
+ * dense node over the zone bytes; each zone holds two IPv6 keys of one
+ * local and one remote address that differ only in the remote address's
+ * fourth byte, past bit 128. Emptying zones makes that node halve, and
+ * a halving that took the keys for 128 bits long met two keys "equal"
+ * to the end and built a window of negative width (endless recursion,
+ * or a node with a wild window). Every key must stay found, and the
+ * emptied table hold no node.
+ */
+static void v6_zone_key(struct conntab_key *k, unsigned int g, unsigned int j,
+			unsigned int h)
+{
+	struct in6_addr la, ra;
+
+	memset(&la, 0, sizeof(la));
+	memset(&ra, 0, sizeof(ra));
+	la.s6_addr[0] = ra.s6_addr[0] = 0x20;
+	la.s6_addr[1] = ra.s6_addr[1] = 0x01;
+	la.s6_addr[15] = 1;
+	ra.s6_addr[15] = 9;
+	ra.s6_addr[3] = h ? 0x80 : 0;
+	conntab_key_v6(k, IPPROTO_TCP, &la, htons(443), &ra, htons(5555));
+	k->zone = (uint16_t)(g << 13 | j);
+}
+
+START_TEST(v6_under_zone_node)
+{
+	static struct conntab_node nd[8][5][2];
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE };
+	struct conntab *t = conntab_create(&cfg);
+	bool present[8][5];
+	struct conntab_stats st;
+	struct conntab_key k;
+	unsigned int g, j, h;
+
+	ck_assert_ptr_nonnull(t);
+	for (g = 0; g < 8; g++)
+		for (j = 0; j < 5; j++) {
+			for (h = 0; h < 2; h++) {
+				v6_zone_key(&k, g, j, h);
+				conntab_node_init(&nd[g][j][h]);
+				ck_assert_int_eq(conntab_insert(t, &nd[g][j][h],
+								&k), 0);
+			}
+			present[g][j] = true;
+		}
+	for (j = 1; j < 5; j++) {	/* group 0 down to one zone */
+		for (h = 0; h < 2; h++)
+			ck_assert_int_eq(conntab_remove(t, &nd[0][j][h]), 0);
+		present[0][j] = false;
+	}
+	for (g = 1; g < 8; g++) {	/* then one zone of each group */
+		for (h = 0; h < 2; h++)
+			ck_assert_int_eq(conntab_remove(t, &nd[g][4][h]), 0);
+		present[g][4] = false;
+	}
+	rcu_read_lock();
+	for (g = 0; g < 8; g++)
+		for (j = 0; j < 5; j++)
+			for (h = 0; h < 2; h++) {
+				v6_zone_key(&k, g, j, h);
+				ck_assert_ptr_eq(conntab_lookup(t, &k),
+						 present[g][j] ?
+						 &nd[g][j][h] : NULL);
+			}
+	rcu_read_unlock();
+	conntab_stats(t, &st);
+	ck_assert_uint_le(st.buckets, st.entries - 1);
+	for (g = 0; g < 8; g++)
+		for (j = 0; j < 5; j++)
+			for (h = 0; present[g][j] && h < 2; h++)
+				ck_assert_int_eq(conntab_remove(t, &nd[g][j][h]),
+						 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.buckets, 0);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 static Suite *trie_suite(void)
 {
 	Suite *s = suite_create("trie");
@@ -976,6 +1059,7 @@ static Suite *trie_suite(void)
 	tcase_add_test(tc, adv_v6_binary_deep);
 	tcase_add_test(tc, adv_comb_depth);
 	tcase_add_test(tc, adv_mixed);
+	tcase_add_test(tc, v6_under_zone_node);
 	tcase_add_test(tc, walk_in_key_order);
 	tcase_add_test(tc, prefix_every_backend);
 	tcase_add_loop_test(tc, concurrent_no_miss, 0, 2);
