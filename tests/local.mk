@@ -18,7 +18,8 @@
 #   test-scan         conntab_scan(): codes, cursor, budgets, callbacks
 #                     that change their node, passes under growth waves
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
-#                     nodes, readers of assured keys while it evicts
+#                     nodes, readers of assured keys while it evicts,
+#                     evictions racing each other and removes
 #   test-flavor-qsbr, test-flavor-bp
 #                     the same library under the qsbr and bp flavors
 #
