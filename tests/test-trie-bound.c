@@ -7,7 +7,9 @@
  * at all (so a walk or scan of it passes none), and a table emptied to 1%
  * within twice what that 1% alone needs. Then conntab_stats() in a loop
  * beside two writers: its counts stay consistent, and the writers' worst
- * latency is reported (not asserted: timing is the benchmark's).
+ * latency is reported (not asserted: timing is the benchmark's). Races
+ * (CK_RUN_CASE=trie-bound-races): evictions racing a remove or each
+ * other leave no empty node.
  */
 #include <urcu.h>		/* memb flavor: conntab_create picks it up */
 #include <conntab/conntab.h>
@@ -15,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -611,6 +614,212 @@ START_TEST(stats_beside_writers)
 }
 END_TEST
 
+/*
+ * Evictions racing a remove, or each other, in one sparse node x = {A, B}
+ * under a sparse parent: the node they empty goes, so the bound holds
+ * after each trial and an emptied table has no internal node. (At
+ * e8b2d6f an eviction unlinked its victim "light", leaving x as it was
+ * for its newcomer; a remove of B meanwhile found x under a sparse
+ * parent with nothing left and kept it, and the eviction's tidy step
+ * then had nothing to do: an empty node, internal nodes > N - 1, and one
+ * left in an emptied table.) One table for all trials, emptied after
+ * each; EN_GROUPS such nodes x_g raced one after the other in a trial,
+ * all under the root, a sparse node over the last byte of the local
+ * address.
+ */
+#define EN_GROUPS	8
+#define EN_TRIALS	(240 / SLOW)
+
+struct en_group {
+	/* n1, n2: the newcomers; f: refills the table after B's remove */
+	struct conntab_node a, b, n1, n2, f;
+	struct conntab_key ka, kb, kn1, kn2, kf;
+};
+
+static struct {
+	struct conntab *t;
+	struct en_group g[EN_GROUPS];
+	struct conntab_node c;		/* a sibling of the x_g */
+	struct conntab_key kc;
+	pthread_barrier_t trial, step;	/* the main thread and the workers */
+	int two_evictions;		/* this trial: evict B, not remove */
+	int quit;
+	unsigned long nospc, spins_out, other_err;
+} en;
+
+static void key_local(struct conntab_key *k, unsigned int l, uint16_t rport)
+{
+	conntab_key_v4(k, IPPROTO_TCP, ip4(10, 0, 0, l), htons(443),
+		       ip4(198, 51, 100, 7), htons(rport));
+}
+
+static const struct timespec en_park = { 0, 50000 };
+
+static long rank_only(struct conntab_node *n, void *arg)
+{
+	return n == arg ? 1 : -1;
+}
+
+/* Evict @victim to make room for @n (another sample until it is in it). */
+static void en_evict(struct conntab_node *n, const struct conntab_key *k,
+		     struct conntab_node *victim)
+{
+	struct conntab_node *ev;
+	int err;
+
+	while ((err = conntab_insert_evict(en.t, n, k, rank_only, victim,
+					   &ev)) == -ENOSPC)
+		__atomic_fetch_add(&en.nospc, 1, __ATOMIC_RELAXED);
+	if (err || ev != victim)
+		__atomic_fetch_add(&en.other_err, 1, __ATOMIC_RELAXED);
+}
+
+static void *en_evictor(void *arg)
+{
+	int g;
+
+	(void)arg;
+	rcu_register_thread();
+	for (;;) {
+		pthread_barrier_wait(&en.trial);
+		if (en.quit)
+			break;
+		for (g = 0; g < EN_GROUPS; g++) {
+			pthread_barrier_wait(&en.step);
+			en_evict(&en.g[g].n1, &en.g[g].kn1, &en.g[g].a);
+		}
+		pthread_barrier_wait(&en.trial);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* B out as soon as A is: by a remove, or by a second eviction. */
+static void *en_other(void *arg)
+{
+	struct en_group *x;
+	long spin;
+	int g;
+
+	(void)arg;
+	rcu_register_thread();
+	for (;;) {
+		pthread_barrier_wait(&en.trial);
+		if (en.quit)
+			break;
+		for (g = 0; g < EN_GROUPS; g++) {
+			x = &en.g[g];
+			pthread_barrier_wait(&en.step);
+			if (en.two_evictions) {
+				en_evict(&x->n2, &x->kn2, &x->b);
+				continue;
+			}
+			for (spin = 0; spin < 1000000; spin++) {
+				struct conntab_node *f;
+
+				rcu_read_lock();
+				f = conntab_lookup(en.t, &x->ka);
+				rcu_read_unlock();
+				if (!f)
+					break;
+			}
+			if (spin == 1000000)
+				en.spins_out++;
+			if (conntab_remove(en.t, &x->b) ||
+			    conntab_insert(en.t, &x->f, &x->kf))
+				__atomic_fetch_add(&en.other_err, 1,
+						   __ATOMIC_RELAXED);
+		}
+		pthread_barrier_wait(&en.trial);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(evict_leaves_no_empty_node)
+{
+	pthread_t th[2];
+	struct en_group *x;
+	struct conntab_node *all[5 * EN_GROUPS + 1];
+	struct conntab_stats st;
+	char what[64];
+	long trial;
+	int g, i;
+
+	memset(&en, 0, sizeof(en));
+	/* Full: every x_g and c; room for nothing. */
+	en.t = mk(2 * EN_GROUPS + 1);
+	for (g = 0; g < EN_GROUPS; g++) {
+		x = &en.g[g];
+		key_local(&x->ka, 1 + g, 1);
+		key_local(&x->kb, 1 + g, 2);
+		key_local(&x->kn1, 100 + g, 1);
+		key_local(&x->kn2, 150 + g, 1);
+		key_local(&x->kf, 50 + g, 1);
+		all[5 * g] = &x->a;
+		all[5 * g + 1] = &x->b;
+		all[5 * g + 2] = &x->n1;
+		all[5 * g + 3] = &x->n2;
+		all[5 * g + 4] = &x->f;
+	}
+	key_local(&en.kc, 200, 1);
+	all[5 * EN_GROUPS] = &en.c;
+	pthread_barrier_init(&en.trial, NULL, 3);
+	pthread_barrier_init(&en.step, NULL, 3);
+	ck_assert_int_eq(pthread_create(&th[0], NULL, en_evictor, NULL), 0);
+	ck_assert_int_eq(pthread_create(&th[1], NULL, en_other, NULL), 0);
+	for (trial = 0; trial < EN_TRIALS; trial++) {
+		/* Readers: none but the workers, done with the last trial. */
+		for (i = 0; i < 5 * EN_GROUPS + 1; i++)
+			conntab_node_init(all[i]);
+		for (g = 0; g < EN_GROUPS; g++) {
+			x = &en.g[g];
+			REQUIRE(conntab_insert(en.t, &x->a, &x->ka) == 0);
+			REQUIRE(conntab_insert(en.t, &x->b, &x->kb) == 0);
+		}
+		REQUIRE(conntab_insert(en.t, &en.c, &en.kc) == 0);
+		check_bound(en.t, "x_g built", trial);
+		en.two_evictions = trial % 4 == 3;
+		pthread_barrier_wait(&en.trial);
+		/*
+		 * Each race starts when the main thread, last, wakes both
+		 * workers at once (a worker left running would be done
+		 * before the other woke up): it lets them get to the
+		 * barrier first.
+		 */
+		for (g = 0; g < EN_GROUPS; g++) {
+			nanosleep(&en_park, NULL);
+			pthread_barrier_wait(&en.step);
+		}
+		pthread_barrier_wait(&en.trial);	/* done */
+		check_bound(en.t, en.two_evictions ? "two evictions" :
+			    "an eviction and a remove", trial);
+		conntab_stats(en.t, &st);
+		ck_assert_uint_eq(st.entries, 2 * EN_GROUPS + 1);
+		for (i = 0; i < 5 * EN_GROUPS + 1; i++)
+			conntab_remove(en.t, all[i]);	/* -ENOENT: gone */
+		snprintf(what, sizeof(what), "trial %ld (%s)", trial,
+			 en.two_evictions ? "two evictions" :
+			 "an eviction and a remove");
+		check_emptied(en.t, what);
+	}
+	en.quit = 1;
+	pthread_barrier_wait(&en.trial);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	printf("trie: %d trials of %d evictions racing a remove or an "
+	       "eviction in one sparse node: no empty node left (%lu "
+	       "samples without the victim)\n", EN_TRIALS, EN_GROUPS,
+	       en.nospc);
+	ck_assert_uint_eq(en.other_err, 0);
+	ck_assert_uint_eq(en.spins_out, 0);
+	conntab_destroy(en.t, NULL);
+	rcu_barrier();
+	pthread_barrier_destroy(&en.trial);
+	pthread_barrier_destroy(&en.step);
+}
+END_TEST
+
 static Suite *bound_suite(void)
 {
 	Suite *s = suite_create("trie-bound");
@@ -624,6 +833,11 @@ static Suite *bound_suite(void)
 	tcase_add_test(tc, residue_one_percent);
 	tcase_add_test(tc, sizing_hint);
 	tcase_add_test(tc, stats_beside_writers);
+	suite_add_tcase(s, tc);
+	/* Races of writers, by trials: CK_RUN_CASE=trie-bound-races. */
+	tc = tcase_create("trie-bound-races");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, evict_leaves_no_empty_node);
 	suite_add_tcase(s, tc);
 	return s;
 }
