@@ -9,7 +9,8 @@
  * beside two writers: its counts stay consistent, and the writers' worst
  * latency is reported (not asserted: timing is the benchmark's). Races
  * (CK_RUN_CASE=trie-bound-races): evictions racing a remove or each
- * other leave no empty node.
+ * other leave no empty node, and a dense parent that halves after them
+ * still finds every key.
  */
 #include <urcu.h>		/* memb flavor: conntab_create picks it up */
 #include <conntab/conntab.h>
@@ -19,6 +20,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -615,45 +617,33 @@ START_TEST(stats_beside_writers)
 END_TEST
 
 /*
- * Evictions racing a remove, or each other, in one sparse node x = {A, B}
- * under a sparse parent: the node they empty goes, so the bound holds
- * after each trial and an emptied table has no internal node. (At
- * e8b2d6f an eviction unlinked its victim "light", leaving x as it was
- * for its newcomer; a remove of B meanwhile found x under a sparse
- * parent with nothing left and kept it, and the eviction's tidy step
- * then had nothing to do: an empty node, internal nodes > N - 1, and one
- * left in an emptied table.) One table for all trials, emptied after
- * each; EN_GROUPS such nodes x_g raced one after the other in a trial,
- * all under the root, a sparse node over the last byte of the local
- * address.
+ * Races of an eviction with a remove or another eviction in one sparse
+ * node x = {A, B}: A is evicted (its rank alone is non-negative) while B
+ * is removed as soon as A is gone (a refill then keeps the table full),
+ * or evicted too. A trial races the groups of an array one after the
+ * other, two worker threads against each other; the main thread wakes
+ * both at once for each race (a worker left running would be done
+ * before the other woke up).
  */
-#define EN_GROUPS	8
-#define EN_TRIALS	(240 / SLOW)
-
-struct en_group {
+struct rgroup {
 	/* n1, n2: the newcomers; f: refills the table after B's remove */
 	struct conntab_node a, b, n1, n2, f;
 	struct conntab_key ka, kb, kn1, kn2, kf;
 };
 
-static struct {
+/* One per test: a failed test leaves its workers waiting on it. */
+struct races {
 	struct conntab *t;
-	struct en_group g[EN_GROUPS];
-	struct conntab_node c;		/* a sibling of the x_g */
-	struct conntab_key kc;
-	pthread_barrier_t trial, step;	/* the main thread and the workers */
-	int two_evictions;		/* this trial: evict B, not remove */
+	struct rgroup *g;
+	int ng;
+	int two_evictions;		/* B evicted, not removed */
 	int quit;
-	unsigned long nospc, spins_out, other_err;
-} en;
+	pthread_t th[2];
+	pthread_barrier_t trial, step;	/* the main thread and the workers */
+	unsigned long nospc, other_err;
+};
 
-static void key_local(struct conntab_key *k, unsigned int l, uint16_t rport)
-{
-	conntab_key_v4(k, IPPROTO_TCP, ip4(10, 0, 0, l), htons(443),
-		       ip4(198, 51, 100, 7), htons(rport));
-}
-
-static const struct timespec en_park = { 0, 50000 };
+static const struct timespec rc_park = { 0, 50000 };
 
 static long rank_only(struct conntab_node *n, void *arg)
 {
@@ -661,96 +651,159 @@ static long rank_only(struct conntab_node *n, void *arg)
 }
 
 /* Evict @victim to make room for @n (another sample until it is in it). */
-static void en_evict(struct conntab_node *n, const struct conntab_key *k,
-		     struct conntab_node *victim)
+static void rc_evict(struct races *rc, struct conntab_node *n,
+		     const struct conntab_key *k, struct conntab_node *victim)
 {
 	struct conntab_node *ev;
 	int err;
 
-	while ((err = conntab_insert_evict(en.t, n, k, rank_only, victim,
+	while ((err = conntab_insert_evict(rc->t, n, k, rank_only, victim,
 					   &ev)) == -ENOSPC)
-		__atomic_fetch_add(&en.nospc, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&rc->nospc, 1, __ATOMIC_RELAXED);
 	if (err || ev != victim)
-		__atomic_fetch_add(&en.other_err, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&rc->other_err, 1, __ATOMIC_RELAXED);
 }
 
-static void *en_evictor(void *arg)
+static void *rc_evictor(void *arg)
 {
+	struct races *rc = arg;
 	int g;
 
-	(void)arg;
 	rcu_register_thread();
 	for (;;) {
-		pthread_barrier_wait(&en.trial);
-		if (en.quit)
+		pthread_barrier_wait(&rc->trial);
+		if (rc->quit)
 			break;
-		for (g = 0; g < EN_GROUPS; g++) {
-			pthread_barrier_wait(&en.step);
-			en_evict(&en.g[g].n1, &en.g[g].kn1, &en.g[g].a);
+		for (g = 0; g < rc->ng; g++) {
+			pthread_barrier_wait(&rc->step);
+			rc_evict(rc, &rc->g[g].n1, &rc->g[g].kn1, &rc->g[g].a);
 		}
-		pthread_barrier_wait(&en.trial);
+		pthread_barrier_wait(&rc->trial);
 	}
 	rcu_unregister_thread();
 	return NULL;
 }
 
 /* B out as soon as A is: by a remove, or by a second eviction. */
-static void *en_other(void *arg)
+static void *rc_other(void *arg)
 {
-	struct en_group *x;
+	struct races *rc = arg;
+	struct rgroup *x;
 	long spin;
 	int g;
 
-	(void)arg;
 	rcu_register_thread();
 	for (;;) {
-		pthread_barrier_wait(&en.trial);
-		if (en.quit)
+		pthread_barrier_wait(&rc->trial);
+		if (rc->quit)
 			break;
-		for (g = 0; g < EN_GROUPS; g++) {
-			x = &en.g[g];
-			pthread_barrier_wait(&en.step);
-			if (en.two_evictions) {
-				en_evict(&x->n2, &x->kn2, &x->b);
+		for (g = 0; g < rc->ng; g++) {
+			x = &rc->g[g];
+			pthread_barrier_wait(&rc->step);
+			if (rc->two_evictions) {
+				rc_evict(rc, &x->n2, &x->kn2, &x->b);
 				continue;
 			}
-			for (spin = 0; spin < 1000000; spin++) {
+			/* The evictor retries until A is out: wait for it. */
+			for (spin = 1;; spin++) {
 				struct conntab_node *f;
 
 				rcu_read_lock();
-				f = conntab_lookup(en.t, &x->ka);
+				f = conntab_lookup(rc->t, &x->ka);
 				rcu_read_unlock();
 				if (!f)
 					break;
+				if (spin % 65536 == 0)	/* it may need our CPU */
+					sched_yield();
 			}
-			if (spin == 1000000)
-				en.spins_out++;
-			if (conntab_remove(en.t, &x->b) ||
-			    conntab_insert(en.t, &x->f, &x->kf))
-				__atomic_fetch_add(&en.other_err, 1,
+			if (conntab_remove(rc->t, &x->b) ||
+			    conntab_insert(rc->t, &x->f, &x->kf))
+				__atomic_fetch_add(&rc->other_err, 1,
 						   __ATOMIC_RELAXED);
 		}
-		pthread_barrier_wait(&en.trial);
+		pthread_barrier_wait(&rc->trial);
 	}
 	rcu_unregister_thread();
 	return NULL;
 }
 
+static void races_start(struct races *rc, struct conntab *t,
+			struct rgroup *g, int ng)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->t = t;
+	rc->g = g;
+	rc->ng = ng;
+	pthread_barrier_init(&rc->trial, NULL, 3);
+	pthread_barrier_init(&rc->step, NULL, 3);
+	ck_assert_int_eq(pthread_create(&rc->th[0], NULL, rc_evictor, rc), 0);
+	ck_assert_int_eq(pthread_create(&rc->th[1], NULL, rc_other, rc), 0);
+}
+
+/* One trial: every group raced (the table full, each x = {A, B} in). */
+static void races_run(struct races *rc, bool two_evictions)
+{
+	int g;
+
+	rc->two_evictions = two_evictions;
+	pthread_barrier_wait(&rc->trial);
+	for (g = 0; g < rc->ng; g++) {
+		/* Both workers get to the barrier first, and sleep. */
+		nanosleep(&rc_park, NULL);
+		pthread_barrier_wait(&rc->step);
+	}
+	pthread_barrier_wait(&rc->trial);	/* done */
+}
+
+static void races_stop(struct races *rc)
+{
+	rc->quit = 1;
+	pthread_barrier_wait(&rc->trial);
+	pthread_join(rc->th[0], NULL);
+	pthread_join(rc->th[1], NULL);
+	pthread_barrier_destroy(&rc->trial);
+	pthread_barrier_destroy(&rc->step);
+	ck_assert_uint_eq(rc->other_err, 0);
+}
+
+/*
+ * The node such races empty goes, under a sparse parent: the bound holds
+ * after each trial, and an emptied table has no internal node. (At
+ * e8b2d6f an eviction unlinked its victim "light", leaving x as it was
+ * for its newcomer; a remove of B meanwhile found x under a sparse
+ * parent with nothing left and kept it, and the eviction's tidy step
+ * then had nothing to do: an empty node, internal nodes > N - 1, one
+ * left in an emptied table.) One table for all trials, emptied after
+ * each; its root a sparse node over the last byte of the local address,
+ * over the EN_GROUPS nodes x and a sibling c. Every fourth trial, two
+ * evictions.
+ */
+#define EN_GROUPS	8
+#define EN_TRIALS	(240 / SLOW)
+
+static void key_local(struct conntab_key *k, unsigned int l, uint16_t rport)
+{
+	conntab_key_v4(k, IPPROTO_TCP, ip4(10, 0, 0, l), htons(443),
+		       ip4(198, 51, 100, 7), htons(rport));
+}
+
 START_TEST(evict_leaves_no_empty_node)
 {
-	pthread_t th[2];
-	struct en_group *x;
-	struct conntab_node *all[5 * EN_GROUPS + 1];
+	static struct rgroup grp[EN_GROUPS];
+	struct rgroup *x;
+	struct conntab_node *all[5 * EN_GROUPS + 1], c;
+	struct conntab_key kc;
 	struct conntab_stats st;
+	static struct races rc;
+	struct conntab *t;
 	char what[64];
 	long trial;
 	int g, i;
 
-	memset(&en, 0, sizeof(en));
-	/* Full: every x_g and c; room for nothing. */
-	en.t = mk(2 * EN_GROUPS + 1);
+	/* Full: every x and c; room for nothing. */
+	t = mk(2 * EN_GROUPS + 1);
 	for (g = 0; g < EN_GROUPS; g++) {
-		x = &en.g[g];
+		x = &grp[g];
 		key_local(&x->ka, 1 + g, 1);
 		key_local(&x->kb, 1 + g, 2);
 		key_local(&x->kn1, 100 + g, 1);
@@ -762,61 +815,181 @@ START_TEST(evict_leaves_no_empty_node)
 		all[5 * g + 3] = &x->n2;
 		all[5 * g + 4] = &x->f;
 	}
-	key_local(&en.kc, 200, 1);
-	all[5 * EN_GROUPS] = &en.c;
-	pthread_barrier_init(&en.trial, NULL, 3);
-	pthread_barrier_init(&en.step, NULL, 3);
-	ck_assert_int_eq(pthread_create(&th[0], NULL, en_evictor, NULL), 0);
-	ck_assert_int_eq(pthread_create(&th[1], NULL, en_other, NULL), 0);
+	key_local(&kc, 200, 1);
+	all[5 * EN_GROUPS] = &c;
+	races_start(&rc, t, grp, EN_GROUPS);
 	for (trial = 0; trial < EN_TRIALS; trial++) {
 		/* Readers: none but the workers, done with the last trial. */
 		for (i = 0; i < 5 * EN_GROUPS + 1; i++)
 			conntab_node_init(all[i]);
 		for (g = 0; g < EN_GROUPS; g++) {
-			x = &en.g[g];
-			REQUIRE(conntab_insert(en.t, &x->a, &x->ka) == 0);
-			REQUIRE(conntab_insert(en.t, &x->b, &x->kb) == 0);
+			x = &grp[g];
+			REQUIRE(conntab_insert(t, &x->a, &x->ka) == 0);
+			REQUIRE(conntab_insert(t, &x->b, &x->kb) == 0);
 		}
-		REQUIRE(conntab_insert(en.t, &en.c, &en.kc) == 0);
-		check_bound(en.t, "x_g built", trial);
-		en.two_evictions = trial % 4 == 3;
-		pthread_barrier_wait(&en.trial);
-		/*
-		 * Each race starts when the main thread, last, wakes both
-		 * workers at once (a worker left running would be done
-		 * before the other woke up): it lets them get to the
-		 * barrier first.
-		 */
-		for (g = 0; g < EN_GROUPS; g++) {
-			nanosleep(&en_park, NULL);
-			pthread_barrier_wait(&en.step);
-		}
-		pthread_barrier_wait(&en.trial);	/* done */
-		check_bound(en.t, en.two_evictions ? "two evictions" :
-			    "an eviction and a remove", trial);
-		conntab_stats(en.t, &st);
+		REQUIRE(conntab_insert(t, &c, &kc) == 0);
+		check_bound(t, "x built", trial);
+		races_run(&rc, trial % 4 == 3);
+		snprintf(what, sizeof(what), "trial %ld (%s)", trial,
+			 rc.two_evictions ? "two evictions" :
+			 "an eviction and a remove");
+		check_bound(t, what, trial);
+		conntab_stats(t, &st);
 		ck_assert_uint_eq(st.entries, 2 * EN_GROUPS + 1);
 		for (i = 0; i < 5 * EN_GROUPS + 1; i++)
-			conntab_remove(en.t, all[i]);	/* -ENOENT: gone */
-		snprintf(what, sizeof(what), "trial %ld (%s)", trial,
-			 en.two_evictions ? "two evictions" :
-			 "an eviction and a remove");
-		check_emptied(en.t, what);
+			conntab_remove(t, all[i]);	/* -ENOENT: gone */
+		check_emptied(t, what);
 	}
-	en.quit = 1;
-	pthread_barrier_wait(&en.trial);
-	for (i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
 	printf("trie: %d trials of %d evictions racing a remove or an "
 	       "eviction in one sparse node: no empty node left (%lu "
 	       "samples without the victim)\n", EN_TRIALS, EN_GROUPS,
-	       en.nospc);
-	ck_assert_uint_eq(en.other_err, 0);
-	ck_assert_uint_eq(en.spins_out, 0);
-	conntab_destroy(en.t, NULL);
+	       rc.nospc);
+	races_stop(&rc);
+	conntab_destroy(t, NULL);
 	rcu_barrier();
-	pthread_barrier_destroy(&en.trial);
-	pthread_barrier_destroy(&en.step);
+}
+END_TEST
+
+/*
+ * The same races under a dense parent, then removes that make the parent
+ * halve: every key left is found, keys inserted where x was are found,
+ * and the bound holds. (At e8b2d6f the race left x empty under its
+ * sparse parent p = {x, C}; C's remove collapsed p, putting the empty x
+ * in the root's slot, and when the root halved, merging that slot with
+ * an empty one, the builder ran on no items and made a node of no window
+ * (pos 65535): lookups read past the key (SIGSEGV), inserts there
+ * answered 0 and were not found.) The root: a dense node over the remote
+ * address, HV_BULK random keys outside its top quarter; in that quarter,
+ * at every other slot, x = {A, B} (remote ports 1, 2) under p = {x, C}, C
+ * parting from A at the first bit after the root's window, the next slot
+ * empty. One table for all trials, emptied after each.
+ */
+#define HV_BULK		800
+#define HV_GROUPS	8
+#define HV_TRIALS	(120 / SLOW)
+
+START_TEST(evict_races_remove_then_halve)
+{
+	struct conntab_node *bulk = calloc(HV_BULK, sizeof(*bulk));
+	static struct rgroup grp[HV_GROUPS];
+	struct rgroup *x;
+	struct conntab_node c[HV_GROUPS], z[HV_GROUPS], *f;
+	struct conntab_key kc[HV_GROUPS], kz[HV_GROUPS], k;
+	static struct races rc;
+	struct conntab_resize_stats rs;
+	struct conntab_stats st;
+	struct conntab *t;
+	uint64_t s = 2026, r;
+	uint32_t ra, slot;
+	unsigned int w;
+	size_t merges0, walked, left;
+	long trial, i, j;
+	int g;
+
+	ck_assert_ptr_nonnull(bulk);
+	t = mk(HV_BULK + 3 * HV_GROUPS);
+	races_start(&rc, t, grp, HV_GROUPS);
+	for (trial = 0; trial < HV_TRIALS; trial++) {
+		/* Odd remote ports: never a group's key. */
+		for (i = 0; i < HV_BULK; i++) {
+			conntab_node_init(&bulk[i]);
+			do {
+				r = rnd(&s);
+				ra = (uint32_t)r;
+				if (ra >> 30 == 3)
+					continue;
+				key_v4(&k, ra, (uint16_t)(r >> 32) | 1);
+			} while (ra >> 30 == 3 ||
+				 conntab_insert(t, &bulk[i], &k) != 0);
+		}
+		conntab_resize_stats(t, &rs);
+		for (w = 0; ((size_t)1 << w) < rs.dir_slots; w++)
+			;
+		ck_assert_msg(w >= 6 && w <= 12, "root of %zu slots",
+			      rs.dir_slots);
+		for (g = 0; g < HV_GROUPS; g++) {
+			x = &grp[g];
+			slot = 3u << (w - 2) | 2u * (uint32_t)g;
+			ra = slot << (32 - w);
+			key_v4(&x->ka, ra, 1);
+			key_v4(&x->kb, ra, 2);
+			key_v4(&kc[g], ra | 1u << (31 - w), 1);
+			key_v4(&kz[g], ra | 0x5a5a, 9);
+			/* Newcomers and refills: outside the top quarter. */
+			key_v4(&x->kn1, 0x40000000u | (uint32_t)g << 20 |
+			       ((uint32_t)trial & 0xfffff), 2);
+			key_v4(&x->kf, 0x40000000u | (uint32_t)g << 20 |
+			       ((uint32_t)trial & 0xfffff), 4);
+			conntab_node_init(&x->a);
+			conntab_node_init(&x->b);
+			conntab_node_init(&x->n1);
+			conntab_node_init(&x->f);
+			conntab_node_init(&c[g]);
+			conntab_node_init(&z[g]);
+			REQUIRE(conntab_insert(t, &x->a, &x->ka) == 0);
+			REQUIRE(conntab_insert(t, &x->b, &x->kb) == 0);
+			REQUIRE(conntab_insert(t, &c[g], &kc[g]) == 0);
+		}
+		races_run(&rc, false);
+		check_bound(t, "raced", trial);
+		/* p collapses into the root's slot, taking x with it. */
+		for (g = 0; g < HV_GROUPS; g++)
+			REQUIRE(conntab_remove(t, &c[g]) == 0);
+		conntab_resize_stats(t, &rs);
+		merges0 = rs.merges;
+		/* Down until the root halved twice: through x's slot. */
+		for (i = 0; i < HV_BULK && rs.merges < merges0 + 2; i++) {
+			REQUIRE(conntab_remove(t, &bulk[i]) == 0);
+			rcu_read_lock();
+			for (g = 0; g < HV_GROUPS; g++)
+				REQUIRE(conntab_lookup(t, &kc[g]) == NULL);
+			rcu_read_unlock();
+			conntab_resize_stats(t, &rs);
+		}
+		ck_assert_msg(rs.merges >= merges0 + 2, "trial %ld: the root "
+			      "halved %zu times", trial, rs.merges - merges0);
+		/* Every key left is found, and so are new ones in x's place. */
+		for (g = 0; g < HV_GROUPS; g++)
+			REQUIRE(conntab_insert(t, &z[g], &kz[g]) == 0);
+		rcu_read_lock();
+		for (j = i; j < HV_BULK; j++)
+			REQUIRE(conntab_lookup(t, conntab_node_key(&bulk[j])) ==
+				&bulk[j]);
+		for (g = 0; g < HV_GROUPS; g++) {
+			x = &grp[g];
+			REQUIRE(conntab_lookup(t, &x->ka) == NULL);
+			REQUIRE(conntab_lookup(t, &x->kb) == NULL);
+			REQUIRE(conntab_lookup(t, &x->kn1) == &x->n1);
+			REQUIRE(conntab_lookup(t, &x->kf) == &x->f);
+			f = conntab_lookup(t, &kz[g]);
+			ck_assert_msg(f == &z[g], "trial %ld: key inserted in "
+				      "group %d's place: lookup %p, not %p",
+				      trial, g, (void *)f, (void *)&z[g]);
+		}
+		walked = 0;
+		REQUIRE(conntab_walk(t, count_fn, &walked) == 0);
+		rcu_read_unlock();
+		left = (size_t)(HV_BULK - i) + 3 * HV_GROUPS;
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.entries, left);
+		ck_assert_uint_eq(walked, left);
+		check_bound(t, "halved", trial);
+		for (j = i; j < HV_BULK; j++)
+			REQUIRE(conntab_remove(t, &bulk[j]) == 0);
+		for (g = 0; g < HV_GROUPS; g++) {
+			REQUIRE(conntab_remove(t, &grp[g].n1) == 0);
+			REQUIRE(conntab_remove(t, &grp[g].f) == 0);
+			REQUIRE(conntab_remove(t, &z[g]) == 0);
+		}
+		check_emptied(t, "halved");
+	}
+	races_stop(&rc);
+	printf("trie: %d trials of %d evictions racing a remove under a dense "
+	       "root, then halvings: every key found (%lu samples without "
+	       "the victim)\n", HV_TRIALS, HV_GROUPS, rc.nospc);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(bulk);
 }
 END_TEST
 
@@ -837,6 +1010,7 @@ static Suite *bound_suite(void)
 	/* Races of writers, by trials: CK_RUN_CASE=trie-bound-races. */
 	tc = tcase_create("trie-bound-races");
 	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, evict_races_remove_then_halve);
 	tcase_add_test(tc, evict_leaves_no_empty_node);
 	suite_add_tcase(s, tc);
 	return s;
