@@ -1103,6 +1103,186 @@ START_TEST(evict_races_remove_then_halve)
 }
 END_TEST
 
+/*
+ * Retired nodes are freed while conntab_stats() runs back to back in two
+ * threads beside a writer: the process's heap stays what the table
+ * needs. (At e8b2d6f conntab_stats() walked without the RCU read lock
+ * and held back the hand-over of retired nodes to call_rcu while any
+ * stats call ran; two threads calling it in turn almost never let a
+ * writer find none running, and the heap grew without bound, 6.5 MB to
+ * 53 MB in 15 s for the reviewers, the table unchanged.) The writer
+ * churns a table of SR_KEYS entries, each key swapped for another in
+ * turn; every 100 ms the main thread stops it, waits for the call_rcu
+ * callbacks (rcu_barrier()), and takes the heap in use less what the
+ * table accounts for (stats.memory): that excess may not grow by more
+ * than SR_SLACK over the run (CT_T_BATCH nodes wait for a batch, at
+ * most 4 KiB each, and the writer's own frees since the barrier).
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+# include <sanitizer/allocator_interface.h>
+static size_t heap_in_use(void)
+{
+	return __sanitizer_get_current_allocated_bytes();
+}
+#else
+# include <malloc.h>
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+#endif
+
+#define SR_KEYS		(40000 / SLOW)
+#define SR_SAMPLES	6
+#define SR_SLACK	((size_t)512 << 10)
+
+static const struct timespec sr_period = { 0, 100 * 1000000L };
+
+static struct {
+	struct conntab *t;
+	struct conntab_node *n[2];	/* [2][SR_KEYS]: a key, its swap */
+	struct conntab_key *k[2];
+	uint8_t *side;			/* which of the two is in */
+	int stop, pause, paused;	/* atomics */
+	unsigned long swaps, stats_calls;
+} sr;
+
+static void *sr_stats(void *arg)
+{
+	struct conntab_stats st;
+
+	(void)arg;
+	rcu_register_thread();
+	while (!__atomic_load_n(&sr.stop, __ATOMIC_RELAXED)) {
+		conntab_stats(sr.t, &st);
+		__atomic_fetch_add(&sr.stats_calls, 1, __ATOMIC_RELAXED);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+static void *sr_writer(void *arg)
+{
+	uint64_t s = 4242;
+	size_t i;
+	int o;
+
+	(void)arg;
+	rcu_register_thread();
+	while (!__atomic_load_n(&sr.stop, __ATOMIC_RELAXED)) {
+		if (__atomic_load_n(&sr.pause, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&sr.paused, 1, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&sr.pause, __ATOMIC_ACQUIRE))
+				sched_yield();
+			__atomic_store_n(&sr.paused, 0, __ATOMIC_RELEASE);
+		}
+		i = (size_t)(rnd(&s) % SR_KEYS);
+		o = sr.side[i];
+		REQUIRE(conntab_remove(sr.t, &sr.n[o][i]) == 0);
+		/*
+		 * The other node of the pair was removed a while ago, and no
+		 * reader but conntab_stats() (which reads no leaf) runs:
+		 * it is reused at once.
+		 */
+		conntab_node_init(&sr.n[!o][i]);
+		REQUIRE(conntab_insert(sr.t, &sr.n[!o][i], &sr.k[!o][i]) == 0);
+		sr.side[i] = (uint8_t)!o;
+		__atomic_store_n(&sr.swaps, sr.swaps + 1, __ATOMIC_RELAXED);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* Heap in use beyond what the table accounts for, the writer stopped. */
+static long sr_excess(void)
+{
+	struct conntab_stats st;
+
+	__atomic_store_n(&sr.pause, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sr.paused, __ATOMIC_ACQUIRE))
+		sched_yield();
+	rcu_barrier();
+	conntab_stats(sr.t, &st);
+	return (long)heap_in_use() - (long)st.memory;
+}
+
+static void sr_resume(void)
+{
+	__atomic_store_n(&sr.pause, 0, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&sr.paused, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+START_TEST(stats_bounded_retirement)
+{
+	pthread_t w, st[2];
+	long base, ex[SR_SAMPLES], worst = 0;
+	uint64_t s = 99;
+	size_t i;
+	int j;
+
+	memset(&sr, 0, sizeof(sr));
+	sr.t = mk(0);
+	for (j = 0; j < 2; j++) {
+		sr.n[j] = calloc(SR_KEYS, sizeof(*sr.n[j]));
+		sr.k[j] = calloc(SR_KEYS, sizeof(*sr.k[j]));
+		ck_assert_ptr_nonnull(sr.n[j]);
+		ck_assert_ptr_nonnull(sr.k[j]);
+	}
+	sr.side = calloc(SR_KEYS, 1);
+	ck_assert_ptr_nonnull(sr.side);
+	/* Distinct: the pair's index in the remote port and address. */
+	for (i = 0; i < SR_KEYS; i++)
+		for (j = 0; j < 2; j++)
+			key_v4(&sr.k[j][i], (uint32_t)rnd(&s) << 1 | (uint32_t)j,
+			       (uint16_t)i);
+	for (i = 0; i < SR_KEYS; i++) {
+		conntab_node_init(&sr.n[0][i]);
+		REQUIRE(conntab_insert(sr.t, &sr.n[0][i], &sr.k[0][i]) == 0);
+	}
+	ck_assert_int_eq(pthread_create(&w, NULL, sr_writer, NULL), 0);
+	for (j = 0; j < 2; j++)
+		ck_assert_int_eq(pthread_create(&st[j], NULL, sr_stats, NULL),
+				 0);
+	/* The first period settles the table's shape under the churn. */
+	nanosleep(&sr_period, NULL);
+	base = sr_excess();
+	sr_resume();
+	for (j = 0; j < SR_SAMPLES; j++) {
+		nanosleep(&sr_period, NULL);
+		ex[j] = sr_excess() - base;
+		sr_resume();
+		if (ex[j] > worst)
+			worst = ex[j];
+	}
+	__atomic_store_n(&sr.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(w, NULL);
+	for (j = 0; j < 2; j++)
+		pthread_join(st[j], NULL);
+	printf("trie: %lu swaps of %d keys beside %lu conntab_stats() calls "
+	       "in two threads: heap beyond the table's accounting, over "
+	       "the first period's: %ld %ld %ld %ld %ld %ld bytes\n",
+	       sr.swaps, SR_KEYS, sr.stats_calls, ex[0], ex[1], ex[2], ex[3],
+	       ex[4], ex[5]);
+	ck_assert_uint_gt(sr.swaps, 0);
+	ck_assert_uint_gt(sr.stats_calls, 0);
+	ck_assert_msg(worst <= (long)SR_SLACK, "the heap grew %ld bytes "
+		      "beyond the table's accounting", worst);
+	for (i = 0; i < SR_KEYS; i++)
+		REQUIRE(conntab_remove(sr.t, &sr.n[sr.side[i]][i]) == 0);
+	check_emptied(sr.t, "stats beside a writer");
+	conntab_destroy(sr.t, NULL);
+	rcu_barrier();
+	for (j = 0; j < 2; j++) {
+		free(sr.n[j]);
+		free(sr.k[j]);
+	}
+	free(sr.side);
+}
+END_TEST
+
 static Suite *bound_suite(void)
 {
 	Suite *s = suite_create("trie-bound");
@@ -1123,6 +1303,7 @@ static Suite *bound_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, evict_races_remove_then_halve);
 	tcase_add_test(tc, evict_leaves_no_empty_node);
+	tcase_add_test(tc, stats_bounded_retirement);
 	suite_add_tcase(s, tc);
 	return s;
 }
