@@ -6,6 +6,7 @@
  * (NULL/ENOMEM, -ENOMEM with the table unchanged) and that the tables
  * keep working.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,208 @@ START_TEST(insert_nomem)
 }
 END_TEST
 
+/*
+ * CONNTAB_TRIE: writers whose reshaping needs memory, each allocation
+ * failing in turn (alone, then with all later ones): a remove never
+ * fails, an insert is 0 or -ENOMEM with the table unchanged; then every
+ * key is looked up and the table destroyed (the sanitizer build runs
+ * this under ASan: a node freed while still linked shows there).
+ */
+
+/* An IPv4 key of one local endpoint: the trie branches on @raddr first. */
+static void tk(struct conntab_key *k, uint32_t raddr, uint16_t rport)
+{
+	conntab_key_v4(k, IPPROTO_TCP, htonl(0x0a000001), htons(443),
+		       htonl(raddr), htons(rport));
+}
+
+/* The nodes of a trie test: every one ever inserted, in order. */
+struct tset {
+	struct tconn **c;
+	size_t n, cap;
+	uint64_t rng;
+};
+
+static struct tconn *tset_add(struct tset *ts, struct conntab *t,
+			      const struct conntab_key *k)
+{
+	struct tconn *c = t_conn_new((uint32_t)ts->n);
+
+	if (conntab_insert(t, &c->node, k)) {
+		t_conn_free_now(c);	/* a repeated random key */
+		return NULL;
+	}
+	if (ts->n == ts->cap) {
+		ts->cap = ts->cap ? 2 * ts->cap : 1024;
+		ts->c = realloc(ts->c, ts->cap * sizeof(*ts->c));
+		ck_assert_ptr_nonnull(ts->c);
+	}
+	ts->c[ts->n++] = c;
+	return c;
+}
+
+static uint64_t tset_rnd(struct tset *ts)
+{
+	ts->rng ^= ts->rng >> 12;
+	ts->rng ^= ts->rng << 25;
+	ts->rng ^= ts->rng >> 27;
+	return ts->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* @n random keys whose remote address does not start with bits 11. */
+static void tset_bulk(struct tset *ts, struct conntab *t, size_t n)
+{
+	struct conntab_key k;
+	uint64_t r;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		do
+			r = tset_rnd(ts);
+		while ((uint32_t)r >> 30 == 3);
+		tk(&k, (uint32_t)r, (uint16_t)(r >> 32));
+		tset_add(ts, t, &k);
+	}
+}
+
+static unsigned int root_w(struct conntab *t)
+{
+	struct conntab_resize_stats rs;
+	unsigned int w = 0;
+
+	conntab_resize_stats(t, &rs);
+	while (((size_t)1 << w) < rs.dir_slots)
+		w++;
+	return w;
+}
+
+/*
+ * Every node of @ts in @t is found, none removed is (a node whose
+ * magic is dead was removed and freed), and the counts agree.
+ */
+static void tset_check(struct tset *ts, struct conntab *t, const char *what)
+{
+	struct conntab_stats st;
+	struct conntab_node *f;
+	size_t i, in = 0;
+
+	rcu_read_lock();
+	for (i = 0; i < ts->n; i++) {
+		struct tconn *c = ts->c[i];
+
+		if (!c)
+			continue;
+		f = conntab_lookup(t, conntab_node_key(&c->node));
+		ck_assert_msg(f == &c->node, "%s: key %zu: lookup %p, not %p",
+			      what, i, (void *)f, (void *)&c->node);
+		in++;
+	}
+	rcu_read_unlock();
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, in);
+}
+
+/* Remove node @i of @ts (it is in), and free it after a grace period. */
+static void tset_remove(struct tset *ts, struct conntab *t, size_t i)
+{
+	ck_assert_int_eq(conntab_remove(t, &ts->c[i]->node), 0);
+	t_conn_free_rcu(ts->c[i]);
+	ts->c[i] = NULL;
+}
+
+static void release_conn(struct conntab_node *n)
+{
+	t_conn_free_now(t_conn_of(n));
+}
+
+static void tset_destroy(struct tset *ts, struct conntab *t)
+{
+	conntab_destroy(t, release_conn);
+	rcu_barrier();
+	free(ts->c);
+	ts->c = NULL;
+	ts->n = ts->cap = 0;	/* the random stream goes on */
+}
+
+/*
+ * Retired nodes go to call_rcu in batches (lib/trie-mem.c): churn
+ * elsewhere retires enough of them, and the grace period ends, so that a
+ * node retired while still linked is freed before the lookups.
+ */
+static void tset_flush(struct tset *ts, struct conntab *t)
+{
+	struct conntab_key k;
+	size_t i, first = ts->n;
+
+	for (i = 0; i < 2048; i++) {
+		tk(&k, 0x20000000u | (uint32_t)i << 4, 1);
+		ck_assert_ptr_nonnull(tset_add(ts, t, &k));
+	}
+	for (i = first; i < ts->n; i++)
+		tset_remove(ts, t, i);
+	rcu_barrier();
+}
+
+/*
+ * A remove that cuts a shared sparse node of one entry in pieces over
+ * more than 64 slots. Under the root, a dense node over the remote
+ * address, K1 and K2 share a sparse node x that starts at the root's
+ * end and parts them at its last bit; then the root inflates 7 times,
+ * never cutting x, so x fills 2^7 of its slots. K1's remove leaves x
+ * one entry: each slot gets its piece, K2 or nothing. (At e8b2d6f that
+ * took an array of pieces from calloc() for over 64 slots, and on its
+ * failure the remove retired x, still linked: a use after free, and a
+ * double free at destroy.)
+ */
+START_TEST(trie_unshare_nomem)
+{
+	struct tset ts = { .rng = 88172645463325252ull };
+	struct conntab_key k1, k2;
+	struct tconn *c1, *c2;
+	struct conntab *t;
+	unsigned int w0, w, xend, bit, sticky;
+	long n, used;
+	int err;
+
+	for (sticky = 0; sticky < 2; sticky++)
+	for (n = 1;; n++) {
+		t = t_table(CONNTAB_TRIE, 0, 0);
+		while (root_w(t) < 2)
+			tset_bulk(&ts, t, 16);
+		w0 = root_w(t);
+		xend = (80 + w0 + 16) & ~7u;	/* x: [80 + w0, xend) */
+		bit = xend - 1;
+		ck_assert_uint_lt(bit, 112);	/* in the remote address */
+		tk(&k1, 0xc0000000u, 7);
+		tk(&k2, 0xc0000000u | 1u << (31 - (bit - 80)), 7);
+		c1 = tset_add(&ts, t, &k1);
+		c2 = tset_add(&ts, t, &k2);
+		ck_assert_ptr_nonnull(c1);
+		ck_assert_ptr_nonnull(c2);
+		while ((w = root_w(t)) < w0 + 7) {
+			ck_assert_uint_lt(80 + w + 4, xend);	/* x whole */
+			tset_bulk(&ts, t, 512);
+		}
+		/* Check allocates: nothing of it while armed. */
+		fa_arm(n, (int)sticky, 0);
+		err = conntab_remove(t, &c1->node);
+		used = fa_disarm();
+		ck_assert_int_eq(err, 0);
+		t_conn_free_rcu(c1);
+		ts.c[c1->id] = NULL;
+		tset_flush(&ts, t);
+		tset_check(&ts, t, "K1 removed");
+		ck_assert_ptr_eq(t_lookup(t, &k2), &c2->node);
+		ck_assert_ptr_null(t_lookup(t, &k1));
+		tset_destroy(&ts, t);
+		if (used < n)
+			break;
+	}
+	printf("trie: removing one of two keys from a node shared by 2^7 "
+	       "slots makes %ld allocations; each failing tested\n", used);
+}
+END_TEST
+
 static void warm_up_cb(struct rcu_head *rh)
 {
 }
@@ -226,6 +429,13 @@ int main(void)
 	call_rcu(&rh, warm_up_cb);
 	rcu_barrier();
 	t_add_backend_cases(s, per_backend, 2, 60);
+	if (conntab_backend_available(CONNTAB_TRIE)) {
+		TCase *tc = tcase_create("trie-nomem");
+
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, trie_unshare_nomem);
+		suite_add_tcase(s, tc);
+	}
 	ret = t_run(s, 300);
 	printf("allocations failed on purpose: %ld\n", fa_failed_total());
 	rcu_unregister_thread();
