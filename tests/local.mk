@@ -11,7 +11,8 @@
 #   test-model        seeded random operation sequences against a model
 #                     (CONNTAB_TEST_SEED=n replays one)
 #   test-alloc        every allocation of create failing in turn, inserts
-#                     meeting failures, writers needing no memory
+#                     meeting failures, writers needing no memory; the
+#                     trie's reshaping writers, each allocation failing
 #   test-concurrency  readers, writers and a walker together; grow/shrink
 #                     under readers
 #   test-race         writers racing on the same keys: never a duplicate
