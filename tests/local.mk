@@ -11,14 +11,16 @@
 #   test-model        seeded random operation sequences against a model
 #                     (CONNTAB_TEST_SEED=n replays one)
 #   test-alloc        every allocation of create failing in turn, inserts
-#                     meeting failures, writers needing no memory
+#                     meeting failures, writers needing no memory; the
+#                     trie's reshaping writers, each allocation failing
 #   test-concurrency  readers, writers and a walker together; grow/shrink
 #                     under readers
 #   test-race         writers racing on the same keys: never a duplicate
 #   test-scan         conntab_scan(): codes, cursor, budgets, callbacks
 #                     that change their node, passes under growth waves
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
-#                     nodes, readers of assured keys while it evicts
+#                     nodes, readers of assured keys while it evicts,
+#                     evictions racing each other and removes
 #   test-flavor-qsbr, test-flavor-bp
 #                     the same library under the qsbr and bp flavors
 #
@@ -290,8 +292,8 @@ tests_test_trie_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
 tests_test_trie_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 	$(PTHREAD_LIBS)
 
-# CONNTAB_TRIE: the memory bound of lib/trie.c under adversarial churn,
-# and conntab_stats() beside writers.
+# CONNTAB_TRIE: the memory bound of lib/trie.c under adversarial churn
+# and under evictions racing removes, and conntab_stats() beside writers.
 check_PROGRAMS += tests/test-trie-bound
 TESTS += tests/test-trie-bound
 tests_test_trie_bound_SOURCES = tests/test-trie-bound.c $(T_COMMON)

@@ -4,9 +4,12 @@
  * program, make each allocation of conntab_create() fail in turn, then
  * make inserts meet failing allocations, and check the contract's answer
  * (NULL/ENOMEM, -ENOMEM with the table unchanged) and that the tables
- * keep working.
+ * keep working. CONNTAB_TRIE (case trie-nomem): each writer path that
+ * reshapes, built on purpose, with each of its allocations failing.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +210,697 @@ START_TEST(insert_nomem)
 }
 END_TEST
 
+/*
+ * CONNTAB_TRIE: writers whose reshaping needs memory, each allocation
+ * failing in turn (alone, then with all later ones): a remove never
+ * fails, an insert is 0 or -ENOMEM with the table unchanged; then every
+ * key is looked up and the table destroyed (the sanitizer build runs
+ * this under ASan: a node freed while still linked shows there).
+ */
+
+/* An IPv4 key of one local endpoint: the trie branches on @raddr first. */
+static void tk(struct conntab_key *k, uint32_t raddr, uint16_t rport)
+{
+	conntab_key_v4(k, IPPROTO_TCP, htonl(0x0a000001), htons(443),
+		       htonl(raddr), htons(rport));
+}
+
+/* The nodes of a trie test: every one ever inserted, in order. */
+struct tset {
+	struct tconn **c;
+	size_t n, cap;
+	uint64_t rng;
+};
+
+static struct tconn *tset_add(struct tset *ts, struct conntab *t,
+			      const struct conntab_key *k)
+{
+	struct tconn *c = t_conn_new((uint32_t)ts->n);
+
+	if (conntab_insert(t, &c->node, k)) {
+		t_conn_free_now(c);	/* a repeated random key */
+		return NULL;
+	}
+	if (ts->n == ts->cap) {
+		ts->cap = ts->cap ? 2 * ts->cap : 1024;
+		ts->c = realloc(ts->c, ts->cap * sizeof(*ts->c));
+		ck_assert_ptr_nonnull(ts->c);
+	}
+	ts->c[ts->n++] = c;
+	return c;
+}
+
+static uint64_t tset_rnd(struct tset *ts)
+{
+	ts->rng ^= ts->rng >> 12;
+	ts->rng ^= ts->rng << 25;
+	ts->rng ^= ts->rng >> 27;
+	return ts->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* @n random keys whose remote address does not start with bits 11. */
+static void tset_bulk(struct tset *ts, struct conntab *t, size_t n)
+{
+	struct conntab_key k;
+	uint64_t r;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		do
+			r = tset_rnd(ts);
+		while ((uint32_t)r >> 30 == 3);
+		tk(&k, (uint32_t)r, (uint16_t)(r >> 32));
+		tset_add(ts, t, &k);
+	}
+}
+
+static unsigned int root_w(struct conntab *t)
+{
+	struct conntab_resize_stats rs;
+	unsigned int w = 0;
+
+	conntab_resize_stats(t, &rs);
+	while (((size_t)1 << w) < rs.dir_slots)
+		w++;
+	return w;
+}
+
+/*
+ * Every node of @ts in @t is found, none removed is (a node whose
+ * magic is dead was removed and freed), and the counts agree.
+ */
+static void tset_check(struct tset *ts, struct conntab *t, const char *what)
+{
+	struct conntab_stats st;
+	struct conntab_node *f;
+	size_t i, in = 0;
+
+	rcu_read_lock();
+	for (i = 0; i < ts->n; i++) {
+		struct tconn *c = ts->c[i];
+
+		if (!c)
+			continue;
+		f = conntab_lookup(t, conntab_node_key(&c->node));
+		ck_assert_msg(f == &c->node, "%s: key %zu: lookup %p, not %p",
+			      what, i, (void *)f, (void *)&c->node);
+		in++;
+	}
+	rcu_read_unlock();
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, in);
+}
+
+/* Remove node @i of @ts (it is in), and free it after a grace period. */
+static void tset_remove(struct tset *ts, struct conntab *t, size_t i)
+{
+	ck_assert_int_eq(conntab_remove(t, &ts->c[i]->node), 0);
+	t_conn_free_rcu(ts->c[i]);
+	ts->c[i] = NULL;
+}
+
+static void release_conn(struct conntab_node *n)
+{
+	t_conn_free_now(t_conn_of(n));
+}
+
+static void tset_destroy(struct tset *ts, struct conntab *t)
+{
+	conntab_destroy(t, release_conn);
+	rcu_barrier();
+	free(ts->c);
+	ts->c = NULL;
+	ts->n = ts->cap = 0;	/* the random stream goes on */
+}
+
+/*
+ * Retired nodes go to call_rcu in batches (lib/trie-mem.c): churn
+ * elsewhere retires enough of them, and the grace period ends, so that a
+ * node retired while still linked is freed before the lookups.
+ */
+static void tset_flush(struct tset *ts, struct conntab *t)
+{
+	struct conntab_key k;
+	size_t i, first = ts->n;
+
+	for (i = 0; i < 2048; i++) {
+		tk(&k, 0x20000000u | (uint32_t)i << 4, 1);
+		ck_assert_ptr_nonnull(tset_add(ts, t, &k));
+	}
+	for (i = first; i < ts->n; i++)
+		tset_remove(ts, t, i);
+	rcu_barrier();
+}
+
+/*
+ * A remove that cuts a shared sparse node of one entry in pieces over
+ * more than 64 slots. Under the root, a dense node over the remote
+ * address, K1 and K2 share a sparse node x that starts at the root's
+ * end and parts them at its last bit; then the root inflates 7 times,
+ * never cutting x, so x fills 2^7 of its slots. K1's remove leaves x
+ * one entry: each slot gets its piece, K2 or nothing. (At e8b2d6f that
+ * took an array of pieces from calloc() for over 64 slots, and on its
+ * failure the remove retired x, still linked: a use after free, and a
+ * double free at destroy.)
+ */
+START_TEST(trie_unshare_nomem)
+{
+	struct tset ts = { .rng = 88172645463325252ull };
+	struct conntab_key k1, k2;
+	struct tconn *c1, *c2;
+	struct conntab *t;
+	unsigned int w0, w, xend, bit, sticky;
+	long n, used;
+	int err;
+
+	for (sticky = 0; sticky < 2; sticky++)
+	for (n = 1;; n++) {
+		t = t_table(CONNTAB_TRIE, 0, 0);
+		while (root_w(t) < 2)
+			tset_bulk(&ts, t, 16);
+		w0 = root_w(t);
+		xend = (80 + w0 + 16) & ~7u;	/* x: [80 + w0, xend) */
+		bit = xend - 1;
+		ck_assert_uint_lt(bit, 112);	/* in the remote address */
+		tk(&k1, 0xc0000000u, 7);
+		tk(&k2, 0xc0000000u | 1u << (31 - (bit - 80)), 7);
+		c1 = tset_add(&ts, t, &k1);
+		c2 = tset_add(&ts, t, &k2);
+		ck_assert_ptr_nonnull(c1);
+		ck_assert_ptr_nonnull(c2);
+		while ((w = root_w(t)) < w0 + 7) {
+			ck_assert_uint_lt(80 + w + 4, xend);	/* x whole */
+			tset_bulk(&ts, t, 512);
+		}
+		/* Check allocates: nothing of it while armed. */
+		fa_arm(n, (int)sticky, 0);
+		err = conntab_remove(t, &c1->node);
+		used = fa_disarm();
+		ck_assert_int_eq(err, 0);
+		t_conn_free_rcu(c1);
+		ts.c[c1->id] = NULL;
+		tset_flush(&ts, t);
+		tset_check(&ts, t, "K1 removed");
+		ck_assert_ptr_eq(t_lookup(t, &k2), &c2->node);
+		ck_assert_ptr_null(t_lookup(t, &k1));
+		tset_destroy(&ts, t);
+		if (used < n)
+			break;
+	}
+	printf("trie: removing one of two keys from a node shared by 2^7 "
+	       "slots makes %ld allocations; each failing tested\n", used);
+}
+END_TEST
+
+/*
+ * The writers' reshaping, each allocation failing in turn. A scenario is
+ * a deterministic script of operations on a table it creates; its
+ * trigger, ops [first, last), reshapes: an inflation cutting short
+ * children in halves and sparse ones in pieces (ct_d_inflate(),
+ * ct_d_half(), ct_k_piece()), the burst of a root to the sizing hint, a
+ * halving that must rebuild a slot pair (ct_d_merge_items(),
+ * ct_build()), short dense nodes turning sparse (ct_d_to_k()), an
+ * insert into a full sparse node shared by 2^7 slots (ct_k_unshare()),
+ * and an eviction whose newcomer and victim need memory. The ops before
+ * the trigger run with every allocation working, the trigger with
+ * allocation n failing (alone, then with all later ones) for n = 1, 2,
+ * ... until it makes fewer: an insert or eviction answers 0 or -ENOMEM
+ * (then nothing changed: the victim stays, the newcomer is out), a
+ * remove 0; then every key is looked up, what failed is inserted again,
+ * and the table destroyed.
+ */
+enum top_kind { OP_INS, OP_DEL, OP_EVICT };
+
+struct top {
+	enum top_kind kind;
+	struct conntab_key k;	/* OP_INS, OP_EVICT: the new key */
+	size_t ref;		/* OP_DEL, OP_EVICT: the op that inserted
+				   the node to remove or evict */
+};
+
+struct tscript {
+	struct top *op;
+	size_t n, cap;
+	size_t expected, max_entries;	/* the table's config */
+	size_t first, last;		/* the trigger */
+};
+
+static size_t ts_push(struct tscript *sc, enum top_kind kind,
+		      const struct conntab_key *k, size_t ref)
+{
+	if (sc->n == sc->cap) {
+		sc->cap = sc->cap ? 2 * sc->cap : 256;
+		sc->op = realloc(sc->op, sc->cap * sizeof(*sc->op));
+		ck_assert_ptr_nonnull(sc->op);
+	}
+	sc->op[sc->n].kind = kind;
+	if (k)
+		sc->op[sc->n].k = *k;
+	sc->op[sc->n].ref = ref;
+	return sc->n++;
+}
+
+static size_t ts_ins(struct tscript *sc, uint32_t raddr, uint16_t rport)
+{
+	struct conntab_key k;
+
+	tk(&k, raddr, rport);
+	return ts_push(sc, OP_INS, &k, 0);
+}
+
+/* A run of a script: the node each insert made (NULL: none, or out). */
+struct trun {
+	struct conntab *t;
+	struct tconn **node;
+	int *err;
+	struct conntab_node **ev;
+};
+
+static long rank_ref(struct conntab_node *n, void *arg)
+{
+	return n == arg ? 1 : -1;
+}
+
+/* Op @i; no Check call (it allocates). */
+static int trun_op(struct trun *r, const struct tscript *sc, size_t i)
+{
+	const struct top *o = &sc->op[i];
+	struct tconn *c;
+	int err;
+
+	r->ev[i] = NULL;
+	switch (o->kind) {
+	case OP_INS:
+	case OP_EVICT:
+		c = r->node[i];
+		conntab_node_init(&c->node);
+		if (o->kind == OP_INS)
+			err = conntab_insert(r->t, &c->node, &o->k);
+		else
+			do
+				err = conntab_insert_evict(r->t, &c->node,
+					&o->k, rank_ref,
+					&r->node[o->ref]->node, &r->ev[i]);
+			while (err == -ENOSPC);
+		if (!err)
+			c->mark = 1;		/* in */
+		if (r->ev[i])
+			t_conn_of(r->ev[i])->mark = 0;
+		return err;
+	case OP_DEL:
+		err = conntab_remove(r->t, &r->node[o->ref]->node);
+		if (!err)
+			r->node[o->ref]->mark = 0;
+		return err;
+	}
+	return -EINVAL;
+}
+
+static void trun_start(struct trun *r, const struct tscript *sc)
+{
+	struct conntab_config cfg = { .backend = CONNTAB_TRIE,
+				      .expected = sc->expected,
+				      .max_entries = sc->max_entries };
+	size_t i;
+
+	r->t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(r->t);
+	r->node = calloc(sc->n, sizeof(*r->node));
+	r->err = calloc(sc->n, sizeof(*r->err));
+	r->ev = calloc(sc->n, sizeof(*r->ev));
+	ck_assert(r->node && r->err && r->ev);
+	for (i = 0; i < sc->n; i++)
+		if (sc->op[i].kind != OP_DEL)
+			r->node[i] = t_conn_new((uint32_t)i);
+}
+
+/* Every node in is found, every key out is not, the counts agree. */
+static void trun_check(struct trun *r, const struct tscript *sc,
+		       const char *what, long n)
+{
+	struct conntab_stats st;
+	struct conntab_node *f;
+	size_t i, in = 0;
+
+	rcu_read_lock();
+	for (i = 0; i < sc->n; i++) {
+		if (sc->op[i].kind == OP_DEL)
+			continue;
+		f = conntab_lookup(r->t, &sc->op[i].k);
+		if (r->node[i]->mark) {
+			in++;
+			ck_assert_msg(f == &r->node[i]->node, "%s, allocation "
+				      "%ld failing: op %zu's key: lookup %p, "
+				      "not %p", what, n, i, (void *)f,
+				      (void *)&r->node[i]->node);
+		} else if (f == &r->node[i]->node) {
+			ck_abort_msg("%s, allocation %ld failing: op %zu's "
+				     "node found, not in", what, n, i);
+		}
+	}
+	rcu_read_unlock();
+	conntab_stats(r->t, &st);
+	ck_assert_msg(st.entries == in, "%s, allocation %ld failing: %zu "
+		      "entries, %zu in", what, n, st.entries, in);
+}
+
+static void trun_end(struct trun *r, const struct tscript *sc)
+{
+	size_t i;
+
+	conntab_destroy(r->t, NULL);
+	rcu_barrier();
+	for (i = 0; i < sc->n; i++)
+		if (r->node[i])
+			t_conn_free_now(r->node[i]);
+	free(r->node);
+	free(r->err);
+	free(r->ev);
+}
+
+/* Ops [0, upto) with nothing failing. */
+static void trun_plain(struct trun *r, const struct tscript *sc, size_t upto)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < upto; i++) {
+		err = trun_op(r, sc, i);
+		ck_assert_msg(err == 0, "op %zu: %d", i, err);
+	}
+}
+
+/*
+ * The first op after which @probe's value changes, running the script
+ * with nothing failing: the trigger.
+ */
+static size_t ts_find(const struct tscript *sc,
+		      size_t (*probe)(struct conntab *t))
+{
+	struct trun r;
+	size_t i, v;
+
+	trun_start(&r, sc);
+	v = probe(r.t);
+	for (i = 0; i < sc->n; i++) {
+		ck_assert_int_eq(trun_op(&r, sc, i), 0);
+		if (probe(r.t) != v)
+			break;
+	}
+	trun_end(&r, sc);
+	ck_assert_msg(i < sc->n, "the trigger never happened");
+	return i;
+}
+
+static size_t probe_splits(struct conntab *t)
+{
+	struct conntab_resize_stats rs;
+
+	conntab_resize_stats(t, &rs);
+	return rs.splits;
+}
+
+static size_t probe_merges(struct conntab *t)
+{
+	struct conntab_resize_stats rs;
+
+	conntab_resize_stats(t, &rs);
+	return rs.merges;
+}
+
+static size_t probe_root(struct conntab *t)
+{
+	struct conntab_resize_stats rs;
+
+	conntab_resize_stats(t, &rs);
+	return rs.dir_slots;
+}
+
+/* The trigger, each allocation failing in turn; returns its count. */
+static long ts_run(const struct tscript *sc, const char *what)
+{
+	struct trun r;
+	size_t i;
+	long n, used, clean, runs = 0;
+	int sticky, err;
+
+	/* What the trigger allocates when nothing fails. */
+	trun_start(&r, sc);
+	trun_plain(&r, sc, sc->first);
+	fa_arm(LONG_MAX, 0, 0);
+	for (i = sc->first; i < sc->last; i++)
+		r.err[i] = trun_op(&r, sc, i);
+	clean = fa_disarm();
+	for (i = sc->first; i < sc->last; i++)
+		ck_assert_int_eq(r.err[i], 0);
+	trun_end(&r, sc);
+	ck_assert_msg(clean > 0, "%s: the trigger allocates nothing", what);
+	/* Failures make more: the writers try again where they can. */
+	for (sticky = 0; sticky < 2; sticky++)
+	for (n = 1;; n++) {
+		trun_start(&r, sc);
+		trun_plain(&r, sc, sc->first);
+		fa_arm(n, sticky, 0);
+		for (i = sc->first; i < sc->last; i++)
+			r.err[i] = trun_op(&r, sc, i);
+		used = fa_disarm();
+		for (i = sc->first; i < sc->last; i++) {
+			err = r.err[i];
+			ck_assert_msg(err == 0 || (err == -ENOMEM &&
+						   sc->op[i].kind != OP_DEL),
+				      "%s: op %zu with allocation %ld failing"
+				      "%s: %d", what, i, n,
+				      sticky ? " on" : "", err);
+			if (sc->op[i].kind == OP_EVICT)
+				ck_assert_msg(err ? !r.ev[i] :
+					      r.ev[i] == &r.node[sc->op[i].ref]
+							  ->node,
+					      "%s: eviction %d with victim %p",
+					      what, err, (void *)r.ev[i]);
+		}
+		trun_check(&r, sc, what, n);
+		/* What failed goes in now. */
+		for (i = sc->first; i < sc->last; i++)
+			if (r.err[i])
+				ck_assert_int_eq(trun_op(&r, sc, i), 0);
+		trun_check(&r, sc, what, n);
+		trun_end(&r, sc);
+		runs++;
+		if (used < n)
+			break;
+	}
+	printf("trie: %s: %ld allocations; %ld runs, each with one failing "
+	       "(or it and all later ones)\n", what, clean, runs);
+	return clean;
+}
+
+/*
+ * A root of 4 slots over the remote address's top 2 bits: slots 0 and 1
+ * get 33 keys each in bits [82, 88), 31 of them below 32 (a short dense
+ * child of 64 slots, heavy), slots 2 and 3 sparse children of 8; the
+ * second short child makes half the slots heavy and the root inflates:
+ * each short child is cut in a half of 31 children and one of 2, each
+ * sparse one in pieces.
+ */
+static void sc_shorts(struct tscript *sc)
+{
+	uint32_t s, j, v;
+
+	for (s = 2; s < 4; s++)
+		for (j = 0; j < 8; j++)
+			ts_ins(sc, s << 30 | (j * 8) << 24, 1);
+	for (s = 0; s < 2; s++)
+		for (j = 0; j < 33; j++) {
+			v = j < 31 ? j : 32 + 16 * (j - 31);
+			ts_ins(sc, s << 30 | v << 24, 1);
+		}
+}
+
+START_TEST(trie_inflate_nomem)
+{
+	struct tscript sc = { 0 };
+
+	sc_shorts(&sc);
+	sc.first = ts_find(&sc, probe_splits);
+	sc.last = sc.first + 1;
+	ts_run(&sc, "inflation cutting short and sparse children");
+	free(sc.op);
+}
+END_TEST
+
+/* The 33rd key bursts the root into a node of 2^9 slots (expected 2^13). */
+START_TEST(trie_hint_nomem)
+{
+	struct tscript sc = { .expected = (size_t)1 << 13 };
+	uint32_t i;
+
+	for (i = 0; i < 33; i++)
+		ts_ins(&sc, (i * 15u) << 23, 1);
+	sc.first = ts_find(&sc, probe_root);
+	ck_assert_uint_eq(sc.first, 32);
+	sc.last = sc.first + 1;
+	ts_run(&sc, "root burst to the sizing hint");
+	free(sc.op);
+}
+END_TEST
+
+static size_t probe_root128(struct conntab *t)
+{
+	return probe_root(t) >= 128;
+}
+
+/*
+ * Random keys until the root inflates from 64 slots to 128: its sparse
+ * children that end within 4 bits of its old end are cut in pieces.
+ */
+START_TEST(trie_inflate_pieces_nomem)
+{
+	struct tscript sc = { 0 };
+	uint64_t r, s = 7777;
+	size_t i;
+
+	for (i = 0; i < 3000; i++) {
+		s ^= s >> 12;
+		s ^= s << 25;
+		s ^= s >> 27;
+		r = s * 0x2545f4914f6cdd1dull;
+		ts_ins(&sc, (uint32_t)r, (uint16_t)(r >> 32));
+	}
+	sc.first = ts_find(&sc, probe_root128);
+	sc.last = sc.first + 1;
+	sc.n = sc.last;
+	ts_run(&sc, "inflation to 128 slots cutting sparse children");
+	free(sc.op);
+}
+END_TEST
+
+/*
+ * A short dense root (33 keys differing in bits [82, 88) of the key
+ * string only), and a key leaving its prefix at bit 81, in the byte its
+ * window starts in: the root is opened, its children and the key built
+ * into a new node.
+ */
+START_TEST(trie_split_above_nomem)
+{
+	struct tscript sc = { 0 };
+	uint32_t v;
+
+	for (v = 0; v < 33; v++)
+		ts_ins(&sc, v << 24, 1);
+	sc.first = sc.n;
+	ts_ins(&sc, 0x40000000u, 1);
+	sc.last = sc.n;
+	ts_run(&sc, "insert above a short dense node");
+	free(sc.op);
+}
+END_TEST
+
+/*
+ * After the inflation above: slots 2 and 3's keys and slot 1's low ones
+ * go, leaving a root of 8 slots mostly empty or light; when it halves,
+ * slot 0's pair holds a short dense half of 31 and a sparse one of 2,
+ * 33 items, too many for one sparse node: the builder. Then slot 0's low
+ * keys go: the short node turns sparse.
+ */
+START_TEST(trie_halve_nomem)
+{
+	struct tscript sc = { 0 };
+	size_t i, ins, halve;
+
+	sc_shorts(&sc);
+	ins = sc.n;
+	for (i = 0; i < 16; i++)			/* slots 2, 3 */
+		ts_push(&sc, OP_DEL, NULL, i);
+	for (i = 16 + 33; i < 16 + 33 + 31; i++)	/* slot 1, low */
+		ts_push(&sc, OP_DEL, NULL, i);
+	halve = sc.n;
+	for (i = 16; i < 16 + 31; i++)			/* slot 0, low */
+		ts_push(&sc, OP_DEL, NULL, i);
+	sc.first = ts_find(&sc, probe_merges);
+	ck_assert_uint_ge(sc.first, ins);
+	ck_assert_uint_lt(sc.first, halve);
+	sc.last = sc.first + 1;
+	ts_run(&sc, "halving that rebuilds a slot pair");
+	/* Slot 0's low keys: the short dense half turns sparse. */
+	sc.first = halve;
+	sc.last = sc.n;
+	ts_run(&sc, "short dense node emptied to sparse");
+	free(sc.op);
+}
+END_TEST
+
+/*
+ * An insert into a full sparse node x = {K1, K2} that 2^7 slots of the
+ * root share (the shape of trie_unshare_nomem): x is cut into its pieces
+ * first (over 64 slots: an array from calloc()).
+ */
+START_TEST(trie_unshare_insert_nomem)
+{
+	struct tscript sc = { 0 };
+	struct tset ts = { .rng = 88172645463325252ull };
+	struct conntab *t = t_table(CONNTAB_TRIE, 0, 0);
+	unsigned int w0, w, xend;
+	size_t i, a;
+
+	/* The bulk keys that grow the root before and after K1, K2. */
+	while (root_w(t) < 2)
+		tset_bulk(&ts, t, 16);
+	a = ts.n;
+	w0 = root_w(t);
+	xend = (80 + w0 + 16) & ~7u;
+	while ((w = root_w(t)) < w0 + 7) {
+		ck_assert_uint_lt(80 + w + 4, xend);
+		tset_bulk(&ts, t, 512);
+	}
+	for (i = 0; i < ts.n; i++) {
+		if (i == a) {
+			/* K1, K2 part at x's last bit. */
+			ts_ins(&sc, 0xc0000000u, 7);
+			ts_ins(&sc, 0xc0000000u |
+				    1u << (31 - (xend - 1 - 80)), 7);
+		}
+		if (ts.c[i])
+			ts_push(&sc, OP_INS, conntab_node_key(&ts.c[i]->node),
+				0);
+	}
+	tset_destroy(&ts, t);
+	/* K3 parts from them at the bit before: x, full, must grow. */
+	sc.first = sc.n;
+	ts_ins(&sc, 0xc0000000u | 1u << (31 - (xend - 2 - 80)), 7);
+	sc.last = sc.n;
+	ts_run(&sc, "insert into a full sparse node shared by 2^7 slots");
+	free(sc.op);
+}
+END_TEST
+
+/*
+ * At the cap, a newcomer that splits a leaf (a new node) evicts a victim
+ * from a sparse node grown to 8 entries and emptied to 3: the victim's
+ * removal compacts it. A table of 8 (all of it offered to the rank),
+ * the victim chosen by its rank.
+ */
+START_TEST(trie_evict_nomem)
+{
+	struct tscript sc = { .max_entries = 8 };
+	size_t i;
+
+	/* One remote address, ports 1..8: a sparse node grown to 8. */
+	for (i = 1; i <= 8; i++)
+		ts_ins(&sc, 0xc6336407u, (uint16_t)i);
+	for (i = 3; i < 8; i++)			/* ports 4..8 go: 3 left */
+		ts_push(&sc, OP_DEL, NULL, i);
+	for (i = 1; i <= 5; i++)		/* other addresses: full */
+		ts_ins(&sc, 0x0b000000u + (uint32_t)i * 0x10000u, 1);
+	sc.first = sc.n;
+	/* Port 1 goes for a key next to a leaf alone. */
+	ts_push(&sc, OP_EVICT, NULL, 0);
+	tk(&sc.op[sc.n - 1].k, 0x0b010000u, 2);
+	sc.last = sc.n;
+	ts_run(&sc, "eviction at the cap");
+	free(sc.op);
+}
+END_TEST
+
 static void warm_up_cb(struct rcu_head *rh)
 {
 }
@@ -226,6 +920,20 @@ int main(void)
 	call_rcu(&rh, warm_up_cb);
 	rcu_barrier();
 	t_add_backend_cases(s, per_backend, 2, 60);
+	if (conntab_backend_available(CONNTAB_TRIE)) {
+		TCase *tc = tcase_create("trie-nomem");
+
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, trie_unshare_nomem);
+		tcase_add_test(tc, trie_unshare_insert_nomem);
+		tcase_add_test(tc, trie_inflate_nomem);
+		tcase_add_test(tc, trie_inflate_pieces_nomem);
+		tcase_add_test(tc, trie_hint_nomem);
+		tcase_add_test(tc, trie_split_above_nomem);
+		tcase_add_test(tc, trie_halve_nomem);
+		tcase_add_test(tc, trie_evict_nomem);
+		suite_add_tcase(s, tc);
+	}
 	ret = t_run(s, 300);
 	printf("allocations failed on purpose: %ld\n", fa_failed_total());
 	rcu_unregister_thread();
