@@ -58,7 +58,7 @@ static struct ct_delay_shard {
  * Per-thread state: a xorshift64* stream, seeded on the thread's first
  * pass from a global sequence, the clock and the state's own address.
  * Plain __thread, not the initial-exec CT_TLS of the library's hot
- * state: a debug build need not use the static TLS surplus.
+ * state: a test build need not use the static TLS surplus.
  */
 static __thread uint64_t ct_delay_rng;
 static __thread unsigned int ct_delay_mine;
