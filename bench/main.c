@@ -286,7 +286,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: conntab-bench [options]\n"
-"  --quick            every workload at small sizes (64K, 256K)\n"
+"  --quick            every workload, one size (64K), fewer lookups per\n"
+"                     repetition, shorter churn, and a 2 s time budget\n"
+"                     per workload and implementation (--budget): about\n"
+"                     a minute on an idle 2-core machine\n"
+"  --budget S         stop an implementation that spends more than S\n"
+"                     seconds on one workload at one size (0 to 86400;\n"
+"                     0, the default without --quick: no budget); its\n"
+"                     rows say \"stopped\" and a note line names it\n"
 "  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
 "                     default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
@@ -331,6 +338,7 @@ static void parse(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "quick", no_argument, NULL, 'q' },
+		{ "budget", required_argument, NULL, 'B' },
 		{ "n", required_argument, NULL, 'n' },
 		{ "workload", required_argument, NULL, 'w' },
 		{ "impl", required_argument, NULL, 'i' },
@@ -357,6 +365,7 @@ static void parse(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool n_set = false, w_set = false;
+	double secs;
 	char *end;
 	int c;
 
@@ -371,6 +380,14 @@ static void parse(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': b_opts.quick = true; break;
+		case 'B':
+			secs = strtod(optarg, &end);
+			if (*end || end == optarg || !(secs >= 0 &&
+						       secs <= 86400))
+				goto bad;
+			b_opts.budget_ns = (uint64_t)(secs * 1e9);
+			b_opts.budget_set = true;
+			break;
 		case 'n':
 			if (parse_sizes(optarg))
 				goto bad;
@@ -478,10 +495,13 @@ static void parse(int argc, char **argv)
 		b_opts.workloads &= ~(1ul << W_PCAP);
 	}
 	if (!n_set) {
-		b_opts.nn = 2;
+		b_opts.nn = b_opts.quick ? 1 : 2;
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
-		b_opts.n[1] = b_opts.quick ? 256u << 10 : 4u << 20;
+		b_opts.n[1] = 4u << 20;
 	}
+	/* --quick's budget, unless --budget says otherwise (0: none). */
+	if (b_opts.quick && !b_opts.budget_set)
+		b_opts.budget_ns = B_QUICK_BUDGET_NS;
 	if (b_opts.keyset != KS_RANDOM)
 		b_opts.v6 = true;
 	if (b_opts.keyset == KS_WORST_DEPTH) {
@@ -504,6 +524,7 @@ bad:
 int main(int argc, char **argv)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];
+	uint64_t start = b_now_ns();
 	struct bench_keys keys;
 	char hashes[512];
 	unsigned int s;
@@ -523,6 +544,7 @@ int main(int argc, char **argv)
 	rcu_register_thread();
 	resolve_hash(im, ni, hashes, sizeof(hashes));
 	helpers_start();
+	b_budget_init();
 	if (b_opts.pin)
 		b_pin_self(0);
 	if (b_opts.json && b_opts.table)
@@ -540,6 +562,11 @@ int main(int argc, char **argv)
 		printf("# hash %s (--hash %s): %s\n",
 		       conntab_hash_name(b_opts.hash_used),
 		       conntab_hash_name(b_opts.hash), hashes);
+		if (b_opts.budget_ns)
+			printf("# time budget %.3g s per workload and "
+			       "implementation at each size (%s)\n",
+			       (double)b_opts.budget_ns / 1e9,
+			       b_opts.budget_set ? "--budget" : "--quick");
 	}
 	b_report_header();
 	/* Every workload but pcap runs per size. */
@@ -577,6 +604,13 @@ int main(int argc, char **argv)
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
+	/* The run's length, in the output: tests never hold it to a bound. */
+	if (b_opts.json)
+		printf("{\"elapsed_s\":%.1f}\n",
+		       (double)(b_now_ns() - start) / 1e9);
+	else
+		printf("\n# elapsed %.1f s\n",
+		       (double)(b_now_ns() - start) / 1e9);
 	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)

@@ -138,7 +138,9 @@ static void print_table(size_t from)
 				find(wl[i], impls[j], wn[i], thr[i]);
 
 			cell[0] = 0;
-			if (r) {
+			if (r && r->stopped) {
+				snprintf(cell, sizeof(cell), "stopped");
+			} else if (r) {
 				double q = ratio_lfht(r);
 
 				if (r->value >= 1e6)
@@ -164,6 +166,8 @@ void b_report_flush(void)
 {
 	char v[32], f[32], l[32], mn[32], mx[32];
 
+	/* Who ran out of time, before the rows that say "stopped". */
+	b_budget_notes();
 	if (b_opts.table) {
 		print_table(printed);
 		printed = nres;
@@ -178,13 +182,16 @@ void b_report_flush(void)
 		fmt(l, sizeof(l), ratio_lfht(r));
 		fmt(mn, sizeof(mn), r->min);
 		fmt(mx, sizeof(mx), r->max);
+		if (r->stopped && !b_opts.json)
+			snprintf(v, sizeof(v), "stopped");
 		if (b_opts.json)
 			printf("{\"workload\":\"%s\",\"impl\":\"%s\",\"n\":%zu,"
 			       "\"threads\":%u,\"value\":%s,\"unit\":\"%s\","
 			       "\"ratio_to_floor\":%s,\"ratio_to_lfht\":%s,"
-			       "\"min\":%s,\"max\":%s}\n",
+			       "\"min\":%s,\"max\":%s%s}\n",
 			       r->workload, r->impl, r->n, r->threads, v,
-			       r->unit, f, l, mn, mx);
+			       r->unit, f, l, mn, mx,
+			       r->stopped ? ",\"stopped\":true" : "");
 		else
 			printf("%s\t%s\t%zu\t%u\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			       r->workload, r->impl, r->n, r->threads, v,

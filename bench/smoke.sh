@@ -19,7 +19,8 @@ has() {
 	echo "$out" | grep -q "$1" || fail "no line matching '$1'"
 }
 
-out=$($bench --quick --n 4K --reps 1 --seed 7)
+# --budget 0: every row must be there, however slow the machine is.
+out=$($bench --quick --budget 0 --n 4K --reps 1 --seed 7)
 has '^lookup	chained	4096	1	'
 has '^lookup	lfht-jhash	4096	1	'
 has '^grow-misses	lfht-jhash	4096	1	0	'
@@ -53,6 +54,18 @@ has '^walk	split	4096	1	'
 has '^evict/insert	chained	4096	1	'
 has '^# evict/insert  *exthash'
 has '^grow-resizes	exthash	4096	1	'
+has '^# elapsed [0-9.]* s$'
+# The time budget: a microsecond is spent by the first repetition, so
+# every implementation is stopped by the second at the latest, without
+# a wrong answer (exit status); the rows and a note say so.
+out=$($bench --n 4K --reps 2 --budget 0.000001 --workload lookup,grow \
+	--impl chained,lfht)
+has '^# time budget 1e-06 s per workload and implementation'
+has '^# stopped: lfht on grow at n=4096 .*(--budget)'
+has '^# stopped: chained on lookup at n=4096 '
+has '^grow	lfht	4096	1	stopped	ns/op	'
+has '^lookup	chained	4096	1	stopped	ns/op	'
+! $bench --budget -1 2>/dev/null || fail "--budget -1 accepted"
 # --grown: the resizing implementations again, grown from empty.
 out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
 	--workload lookup,batch,grow --threads 1)
