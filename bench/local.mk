@@ -48,6 +48,10 @@ TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
 	doc/lookup-vs-n.svg doc/real-traffic.svg
 
+# Command-line mistakes: exit status 2 and one line naming the option.
+TESTS += bench/test-options.sh
+EXTRA_DIST += bench/test-options.sh
+
 # lookup3 (jhash.h, the lfht-jhash peer's hash) against its published
 # test vectors.
 check_PROGRAMS += bench/test-jhash
