@@ -59,6 +59,7 @@ struct bench_opts {
 	const char *plot;	/* SVG or PNG file for gnuplot, or NULL */
 	uint64_t budget_ns;	/* per workload and impl at one size, 0: none */
 	bool budget_set;	/* --budget given (else --quick's, or none) */
+	bool targets;		/* --targets: the developers' targets */
 };
 
 enum b_workload {
@@ -220,6 +221,7 @@ void b_run_pcap(const struct bench_impl **im, size_t ni);
 void b_report_header(void);
 void b_report_flush(void);
 void b_report_targets(void);
+void b_report_summary(void);
 int b_report_plot(const char *file);
 
 /*

@@ -34,7 +34,8 @@ endif
 bench: bench/conntab-bench$(EXEEXT)
 	bench/conntab-bench$(EXEEXT)
 
-# The 2007 experiment: 1M connections, one thread, every backend and peer.
+# The 2007 experiment: 1M connections, one thread, every backend and peer;
+# the program ends with conntab against each peer, one line each.
 DEMO_FLAGS = --n 1M --table \
 	--workload floor,lookup,lookup-dep,batch,insert,remove,memory
 demo: bench/conntab-bench$(EXEEXT)

@@ -462,9 +462,12 @@ static void usage(FILE *f)
 "  --json             JSON lines instead of tab-separated text\n"
 "  --table            one table per size: workloads x implementations\n"
 "                     (not with --json)\n"
+"  --targets          also the developers' performance targets, met or\n"
+"                     missed, after the results\n"
 "  --plot FILE        draw ns/lookup against N, and zipf and trains\n"
 "                     against the Zipf exponent (gnuplot); FILE ends in\n"
-"                     .svg or .png\n");
+"                     .svg or .png\n"
+"The last lines compare conntab with each peer, one line each.\n");
 }
 
 static void parse(int argc, char **argv)
@@ -484,6 +487,7 @@ static void parse(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 'T' },
+		{ "targets", no_argument, NULL, 'X' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "zipf", required_argument, NULL, 'z' },
 		{ "train", required_argument, NULL, 'L' },
@@ -562,6 +566,7 @@ static void parse(int argc, char **argv)
 			break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'X': b_opts.targets = true; break;
 		case 'H':
 			c = conntab_hash_from_name(optarg);
 			if (c < 0)
@@ -741,7 +746,8 @@ int main(int argc, char **argv)
 		b_report_flush();
 	}
 #endif
-	b_report_targets();
+	if (b_opts.targets)
+		b_report_targets();
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
@@ -752,6 +758,7 @@ int main(int argc, char **argv)
 	else
 		printf("\n# elapsed %.1f s\n",
 		       (double)(b_now_ns() - start) / 1e9);
+	b_report_summary();
 	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)
