@@ -27,6 +27,8 @@
 #define B_MAX_IMPLS	16
 #define B_MAX_ZIPF	8
 #define B_MAX_BATCH	64	/* the largest batch a workload asks for */
+/* --quick's time budget per workload and implementation (budget.c). */
+#define B_QUICK_BUDGET_NS	2000000000ull
 #define B_STREAM_BATCH	16	/* batch (receive burst) of traffic streams */
 #define B_READ_CHUNK	64	/* lookups per read-side critical section */
 
@@ -54,7 +56,10 @@ struct bench_opts {
 	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
-	const char *plot;	/* SVG file for gnuplot, or NULL */
+	const char *plot;	/* SVG or PNG file for gnuplot, or NULL */
+	uint64_t budget_ns;	/* per workload and impl at one size, 0: none */
+	bool budget_set;	/* --budget given (else --quick's, or none) */
+	bool targets;		/* --targets: the developers' targets */
 };
 
 enum b_workload {
@@ -115,6 +120,7 @@ struct bench_result {
 	const char *unit;	/* "ns/op", "ops/s", "B/entry", "x", ... */
 	int ratio_kind;		/* R_* below: what ratio_to_floor divides by */
 	bool higher_better;
+	bool stopped;		/* out of its time budget: no value */
 };
 
 enum { R_NONE, R_DEP, R_INDEP };
@@ -215,7 +221,34 @@ void b_run_pcap(const struct bench_impl **im, size_t ni);
 void b_report_header(void);
 void b_report_flush(void);
 void b_report_targets(void);
+void b_report_summary(void);
 int b_report_plot(const char *file);
+
+/*
+ * The time budget (bench/budget.c). A section times one implementation
+ * on the workloads of @wmask (a bit per enum b_workload: a table several
+ * workloads share is charged to each) at size @n; @what says what it
+ * does, for the note if it runs out. b_budget_enter() is false when the
+ * implementation was stopped on all of them (skip it), b_budget_leave()
+ * when the budget ran out during the section (its figures are partial).
+ * Long loops poll b_over() and end early.
+ */
+extern volatile int b_budget_over;
+void b_budget_init(void);
+bool b_budget_enter(unsigned long wmask, const struct bench_impl *im,
+		    size_t n, const char *what);
+bool b_budget_leave(void);
+/* Was @im stopped on any workload of @wmask at size @n? */
+bool b_budget_stopped(unsigned long wmask, const struct bench_impl *im,
+		      size_t n);
+void b_budget_notes(void);
+
+static inline bool b_over(void)
+{
+	return __atomic_load_n(&b_budget_over, __ATOMIC_RELAXED);
+}
+
+#define B_W(w)	(1ul << (w))
 
 static inline bool b_want(enum b_workload w)
 {

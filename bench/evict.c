@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +60,15 @@ static int evict_rep(const struct bench_impl *im, const struct bench_keys *k,
 		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
 		exit(1);
 	}
-	for (i = 0; i < n - m; i++)
+	for (i = 0; i < n - m && !(i % 64 == 0 && b_over()); i++)
 		fail += conntab_insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	t0 = b_time_ns();
-	for (; i < n; i++)
+	for (; i < n && !(i % 64 == 0 && b_over()); i++)
 		fail += conntab_insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	*plain = (double)(b_time_ns() - t0) / (double)m;
 	t0 = b_time_ns();
-	for (i = 0; i < m && err != -EOPNOTSUPP; i++) {
+	for (i = 0; i < m && err != -EOPNOTSUPP &&
+		    !(i % 64 == 0 && b_over()); i++) {
 		err = conntab_insert_evict(t, (struct conntab_node *)
 					   (extra + i * B_LINE),
 					   &k->absent[i], rank_fn, NULL,
@@ -76,6 +78,9 @@ static int evict_rep(const struct bench_impl *im, const struct bench_keys *k,
 	}
 	*evict = (double)(b_time_ns() - t0) / (double)m;
 	conntab_stats(t, &st);
+	/* Out of time: the table and its objects are left as they are. */
+	if (b_over())
+		return 0;
 	conntab_destroy(t, NULL);
 	if (err == -EOPNOTSUPP)
 		return -1;
@@ -109,10 +114,14 @@ void b_run_evict(const struct bench_impl **all, size_t nall,
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu evict %u/%u", n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
-			if (!ok[i])
+			v[i][0][rep] = v[i][1][rep] = v[i][2][rep] = NAN;
+			if (!ok[i] || !b_budget_enter(B_W(W_EVICT), im[i], n,
+						      "evict"))
 				continue;
 			ok[i] = !evict_rep(im[i], k, &o[i], extra[i], &plain,
 					   &evict);
+			if (!b_budget_leave())
+				continue;
 			v[i][0][rep] = 1e9 / evict;
 			v[i][1][rep] = 1e9 / plain;
 			v[i][2][rep] = evict / plain;
@@ -131,7 +140,9 @@ void b_run_evict(const struct bench_impl **all, size_t nall,
 				"conntab_insert_evict(): no evict rows\n",
 				im[i]->name);
 		}
-		b_objs_free(&o[i]);
-		free(extra[i]);
+		if (!b_budget_stopped(B_W(W_EVICT), im[i], n)) {
+			b_objs_free(&o[i]);
+			free(extra[i]);
+		}
 	}
 }

@@ -27,6 +27,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,14 +106,12 @@ static void flood_build(struct flood_table *ft, const struct bench_impl *im,
 	size_t i, fail = 0;
 	void *t;
 
-	ft->tb.im = im;
-	b_objs_init(&ft->tb.o, im, nf + na);
 	t = b_create(im, nf, secret);
 	/* Objects in order: these lookups walk chains, not the heap. */
-	for (i = 0; i < nf; i++)
+	for (i = 0; i < nf && !(i % 64 == 0 && b_over()); i++)
 		fail += im->insert(t, ft->tb.o.base + i * B_LINE,
 				   &k->keys[i]) != 0;
-	for (i = 0; i < na; i++)
+	for (i = 0; i < na && !(i % 64 == 0 && b_over()); i++)
 		fail += im->insert(t, ft->tb.o.base + (nf + i) * B_LINE,
 				   &atk[i]) != 0;
 	if (fail)
@@ -127,10 +126,9 @@ static void flood_build(struct flood_table *ft, const struct bench_impl *im,
 	}
 }
 
-static void flood_free(struct flood_table *ft)
+static void flood_free(struct flood_table *ft, size_t nf)
 {
-	ft->tb.im->destroy(ft->tb.t);
-	b_objs_free(&ft->tb.o);
+	b_table_drop(&ft->tb, B_W(W_FLOOD), nf);
 }
 
 void b_run_flood(const struct bench_impl **im, size_t ni,
@@ -179,17 +177,29 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		memcpy(order[c], atk[c], na * sizeof(*order[c]));
 		b_shuffle_keys(order[c], na, &rng);
 	}
+	/* The budget's size is the tables' (nf), whatever --n says. */
 	for (i = 0; i < nfi; i++) {
 		c = by_top_bits(fi[i]);
 		b_progress("flood %s: build", fi[i]->name);
+		ft[i][FL_KNOWN].tb.t = ft[i][FL_RANDOM].tb.t = NULL;
+		ft[i][FL_KNOWN].tb.im = ft[i][FL_RANDOM].tb.im = fi[i];
+		b_objs_init(&ft[i][FL_KNOWN].tb.o, fi[i], nf + na);
+		b_objs_init(&ft[i][FL_RANDOM].tb.o, fi[i], nf + na);
+		if (!b_budget_enter(B_W(W_FLOOD), fi[i], nf,
+				    "building its tables"))
+			continue;
 		flood_build(&ft[i][FL_KNOWN], fi[i], k, nf, atk[c], na,
 			    zero_secret);
 		flood_build(&ft[i][FL_RANDOM], fi[i], k, nf, atk[c], na, rnd);
+		b_budget_leave();
 	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("flood %u/%u", rep + 1, b_opts.reps);
 		for (i = 0; i < nfi; i++) {
 			c = by_top_bits(fi[i]);
+			v[i][FL_KNOWN][rep] = v[i][FL_RANDOM][rep] = NAN;
+			if (!b_budget_enter(B_W(W_FLOOD), fi[i], nf, "flood"))
+				continue;
 			for (s = 0; s < FL_NTABLES; s++) {
 				v[i][s][rep] = b_run_lookup(fi[i],
 						ft[i][s].tb.t, order[c], na,
@@ -197,6 +207,9 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 				b_check_found(fi[i], wl[s], found,
 					      na * B_FLOOD_ROUNDS);
 			}
+			if (!b_budget_leave())
+				v[i][FL_KNOWN][rep] = v[i][FL_RANDOM][rep] =
+					NAN;
 		}
 	}
 	for (i = 0; i < nfi; i++) {
@@ -214,18 +227,22 @@ void b_run_flood(const struct bench_impl **im, size_t ni,
 		for (s = 0; s < FL_NTABLES; s++)
 			b_result(fi[i], wl[s], nf, 1, v[i][s], "ns/op",
 				 R_NONE, false);
-		r.value = b_median(ratio, b_opts.reps, &mn, &mx);
-		r.min = mn;
-		r.max = mx;
+		r.stopped = b_budget_stopped(B_W(W_FLOOD), fi[i], nf);
+		r.value = r.min = r.max = NAN;
+		if (!r.stopped) {
+			r.value = b_median(ratio, b_opts.reps, &mn, &mx);
+			r.min = mn;
+			r.max = mx;
+		}
 		b_record(&r);
-		if (fi[i]->flags & BI_CONNTAB) {
+		if ((fi[i]->flags & BI_CONNTAB) && !r.stopped) {
 			b_once_row(fi[i], "flood-depth-known", nf,
 				   (double)ft[i][FL_KNOWN].depth, "nodes");
 			b_once_row(fi[i], "flood-depth-random", nf,
 				   (double)ft[i][FL_RANDOM].depth, "nodes");
 		}
-		flood_free(&ft[i][FL_KNOWN]);
-		flood_free(&ft[i][FL_RANDOM]);
+		flood_free(&ft[i][FL_KNOWN], nf);
+		flood_free(&ft[i][FL_RANDOM], nf);
 	}
 	for (c = 0; c < 2; c++) {
 		free(atk[c]);

@@ -7,7 +7,7 @@ bench_conntab_bench_SOURCES = \
 	bench/report.c bench/util.c bench/keys.c \
 	bench/floor.c bench/shape.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
-	bench/scan.c bench/evict.c \
+	bench/scan.c bench/evict.c bench/budget.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
 	bench/jhash.h bench/peer-hash.h bench/peer-hash.c lib/mem.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
@@ -34,7 +34,8 @@ endif
 bench: bench/conntab-bench$(EXEEXT)
 	bench/conntab-bench$(EXEEXT)
 
-# The 2007 experiment: 1M connections, one thread, every backend and peer.
+# The 2007 experiment: 1M connections, one thread, every backend and peer;
+# the program ends with conntab against each peer, one line each.
 DEMO_FLAGS = --n 1M --table \
 	--workload floor,lookup,lookup-dep,batch,insert,remove,memory
 demo: bench/conntab-bench$(EXEEXT)
@@ -47,6 +48,10 @@ demo: bench/conntab-bench$(EXEEXT)
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
 	doc/lookup-vs-n.svg doc/real-traffic.svg
+
+# Command-line mistakes: exit status 2 and one line naming the option.
+TESTS += bench/test-options.sh
+EXTRA_DIST += bench/test-options.sh
 
 # lookup3 (jhash.h, the lfht-jhash peer's hash) against its published
 # test vectors.

@@ -138,72 +138,152 @@ static void progress_done(void)
 		fprintf(stderr, "\r\033[K");
 }
 
-/* "1M" = 2^20, "64K" = 2^16, "1000" = 1000. 0 on error. */
-static size_t parse_size(const char *s)
+/*
+ * A mistake on the command line: one line that names the option and
+ * says what is wrong with its value, and exit status 2. The whole usage
+ * would bury the one line that matters; --help prints it.
+ */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+bad_opt(const char *opt, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "conntab-bench: %s%s", opt, *opt ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* A whole decimal number of @opt in [@lo, @hi]; @what names its kind. */
+static unsigned long long opt_uint(const char *opt, const char *arg,
+				   unsigned long long lo,
+				   unsigned long long hi, const char *what)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end == arg || *end)
+		bad_opt(opt, "'%s' is not a number", arg);
+	/* strtoull() takes "-1" for 2^64 - 1. */
+	if (errno || *arg == '-' || v < lo || v > hi)
+		bad_opt(opt, "%s is not %s (%llu to %llu)", arg, what, lo, hi);
+	return v;
+}
+
+/* A decimal fraction of @opt in [@lo, @hi]. */
+static double opt_double(const char *opt, const char *arg, double lo,
+			 double hi, const char *what)
 {
 	char *end;
+	double v;
+
+	v = strtod(arg, &end);
+	if (end == arg || *end)
+		bad_opt(opt, "'%s' is not a number", arg);
+	if (!(v >= lo && v <= hi))
+		bad_opt(opt, "%s is not %s (%.10g to %.10g)", arg, what, lo,
+			hi);
+	return v;
+}
+
+/*
+ * Table sizes: "1M" = 2^20, "64K" = 2^16, "1000" = 1000. At least 64
+ * keys (the flood tables and the churn writer's lag take a share of N),
+ * at most 2^31 (the objects alone are then 128 GiB).
+ */
+#define B_N_MIN		64ull
+#define B_N_MAX		(1ull << 31)
+
+static size_t parse_size(const char *s)
+{
 	unsigned long long v;
+	char *end;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return 0;
+	if (end == s)
+		bad_opt("--n", "'%s' is not a table size (a number, suffix K, "
+			"M or G)", s);
 	switch (*end) {
 	case 'k': case 'K': v <<= 10; end++; break;
 	case 'm': case 'M': v <<= 20; end++; break;
 	case 'g': case 'G': v <<= 30; end++; break;
 	}
-	if (*end || v < 64 || v > (1ull << 31))
-		return 0;
+	if (*end)
+		bad_opt("--n", "'%s' is not a table size (a number, suffix K, "
+			"M or G)", s);
+	if (errno || *s == '-' || v < B_N_MIN || v > B_N_MAX)
+		bad_opt("--n", "%s is not a table size (64 to 2G)", s);
 	return (size_t)v;
 }
 
-static int parse_sizes(const char *arg)
+/*
+ * A copy of the comma list @arg of @opt for strtok_r(); empty items are
+ * refused (a stray comma is a typo, not a wish for a default).
+ */
+static char *list_dup(const char *opt, const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save;
+	char *copy;
+
+	if (!*arg || *arg == ',' || arg[strlen(arg) - 1] == ',' ||
+	    strstr(arg, ",,"))
+		bad_opt(opt, "'%s' has an empty item", arg);
+	copy = strdup(arg);
+	if (!copy) {
+		perror("conntab-bench");
+		exit(1);
+	}
+	return copy;
+}
+
+static void parse_sizes(const char *arg)
+{
+	char *copy, *tok, *save;
 
 	b_opts.nn = 0;
+	copy = list_dup("--n", arg);
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		size_t v = parse_size(tok);
-
-		if (!v || b_opts.nn == B_MAX_N) {
-			free(copy);
-			return -1;
-		}
-		b_opts.n[b_opts.nn++] = v;
+		if (b_opts.nn == B_MAX_N)
+			bad_opt("--n", "more than %d sizes", B_MAX_N);
+		b_opts.n[b_opts.nn++] = parse_size(tok);
 	}
 	free(copy);
-	return b_opts.nn ? 0 : -1;
 }
 
 /* "0.8,1.0,1.2": Zipf exponents in [0, 10]. */
-static int parse_zipf(const char *arg)
+static void parse_zipf(const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save, *end;
-	int err = 0;
+	char *copy, *tok, *save;
 
 	b_opts.nzipf = 0;
-	for (tok = strtok_r(copy, ",", &save); tok && !err;
+	copy = list_dup("--zipf", arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		double s = strtod(tok, &end);
-
-		if (*end || end == tok || !(s >= 0 && s <= 10) ||
-		    b_opts.nzipf == B_MAX_ZIPF)
-			err = -1;
-		else
-			b_opts.zipf[b_opts.nzipf++] = s;
+		if (b_opts.nzipf == B_MAX_ZIPF)
+			bad_opt("--zipf", "more than %d exponents",
+				B_MAX_ZIPF);
+		b_opts.zipf[b_opts.nzipf++] =
+			opt_double("--zipf", tok, 0, 10, "a Zipf exponent");
 	}
 	free(copy);
-	return err || !b_opts.nzipf ? -1 : 0;
 }
 
-static int parse_workloads(const char *arg)
+/* pcap named in --workload (not through all): it needs --pcap. */
+static bool pcap_named;
+
+static void parse_workloads(const char *arg)
 {
-	char *copy = strdup(arg), *tok, *save;
+	char *copy, *tok, *save, known[256];
+	size_t o = 0;
 	int i;
 
 	b_opts.workloads = 0;
+	copy = list_dup("--workload", arg);
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "all")) {
@@ -213,16 +293,64 @@ static int parse_workloads(const char *arg)
 		for (i = 0; i < W_COUNT; i++)
 			if (!strcmp(tok, b_workload_names[i]))
 				break;
-		if (i == W_COUNT) {
-			fprintf(stderr, "conntab-bench: unknown workload %s\n",
-				tok);
-			free(copy);
-			return -1;
+		if (i < W_COUNT) {
+			b_opts.workloads |= 1ul << i;
+			pcap_named |= i == W_PCAP;
+			continue;
 		}
-		b_opts.workloads |= 1ul << i;
+		for (i = 0; i < W_COUNT && o < sizeof(known); i++)
+			o += (size_t)snprintf(known + o, sizeof(known) - o,
+					      "%s ", b_workload_names[i]);
+		bad_opt("--workload", "unknown workload '%s' (known: %sall)",
+			tok, known);
 	}
 	free(copy);
-	return 0;
+}
+
+/*
+ * Every implementation name this program knows, whether or not this
+ * build or library has it: the four backends, then the peers.
+ */
+static const char *const impl_names[] = {
+	"chained", "split", "exthash", "trie",
+	"lfht", "lfht-jhash", "ck_ht", "plain",
+};
+
+/*
+ * --impl: every name must be one this build runs; an unknown one is an
+ * error listing those, not a name silently matched by nothing.
+ */
+static void check_impls(const char *arg)
+{
+	const struct bench_impl *all[B_MAX_IMPLS];
+	char *copy, *tok, *save, known[160];
+	size_t na, i, o = 0;
+	bool was_grown = b_opts.grown;
+
+	b_opts.impls = NULL;
+	b_opts.grown = false;
+	na = b_impls(all, B_MAX_IMPLS);
+	b_opts.grown = was_grown;
+	for (i = 0; i < na && o < sizeof(known); i++)
+		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
+				      i ? " " : "", all[i]->name);
+	copy = list_dup("--impl", arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < na && strcmp(tok, all[i]->name); i++)
+			;
+		if (i < na)
+			continue;
+		for (i = 0; i < sizeof(impl_names) / sizeof(impl_names[0]);
+		     i++)
+			if (!strcmp(tok, impl_names[i]))
+				bad_opt("--impl", "%s is not in this build "
+					"or library (here: %s)", tok, known);
+		bad_opt("--impl", "unknown implementation '%s' (known: %s)",
+			tok, known);
+	}
+	free(copy);
+	b_opts.impls = arg;
 }
 
 /*
@@ -239,11 +367,9 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 	size_t i, o = 0;
 	const char *h;
 
-	if (!t) {
-		fprintf(stderr, "conntab-bench: --hash %s: not on this CPU or "
-			"in this build\n", conntab_hash_name(b_opts.hash));
-		exit(2);
-	}
+	if (!t)
+		bad_opt("--hash", "%s is not on this CPU or in this build",
+			conntab_hash_name(b_opts.hash));
 	b_opts.hash_used = conntab_hash_of(t);
 	conntab_destroy(t, NULL);
 	for (i = 0; i < ni && o < len; i++) {
@@ -286,9 +412,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: conntab-bench [options]\n"
-"  --quick            every workload at small sizes (64K, 256K)\n"
-"  --n N[,N...]       table sizes (suffix K, M, G = 2^10, 2^20, 2^30);\n"
-"                     default 1M,4M\n"
+"  --quick            every workload, one size (64K), fewer lookups per\n"
+"                     repetition, shorter churn, and a 2 s time budget\n"
+"                     per workload and implementation (--budget): about\n"
+"                     a minute on an idle 2-core machine\n"
+"  --budget S         stop an implementation that spends more than S\n"
+"                     seconds on one workload at one size (0 to 86400;\n"
+"                     0, the default without --quick: no budget); its\n"
+"                     rows say \"stopped\" and a note line names it\n"
+"  --n N[,N...]       table sizes, 64 to 2G, at most 8 (suffix K, M, G =\n"
+"                     2^10, 2^20, 2^30); default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
 "                     trains pcap writers prefix scan evict (default all;\n"
@@ -298,20 +431,25 @@ static void usage(FILE *f)
 "                     and every peer)\n"
 "  --threads N        readers in churn, threads in grow and timewait (one\n"
 "                     inserts, N - 1 read), readers of zipf/trains/pcap\n"
-"                     besides one thread (default 2)\n"
-"  --zipf S[,S...]    Zipf exponents of zipf and trains (default 1.0)\n"
-"  --train MEAN       mean packets per train in trains (default 4)\n"
+"                     besides one thread; 1 to 64 (default 2)\n"
+"  --zipf S[,S...]    Zipf exponents of zipf and trains, 0 to 10, at most\n"
+"                     8 (default 1.0)\n"
+"  --train MEAN       mean packets per train in trains, 1 to 1e6\n"
+"                     (default 4)\n"
 "  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
 "  --local ADDR[/LEN] the capture's local side (default: who got the\n"
 "                     SYN, else the lower port)\n"
-"  --tw-share F       lookup workloads: a share F of the entries in\n"
-"                     TIME_WAIT, spread evenly; adds lookup-est, lookup-tw\n"
+"  --tw-share F       lookup workloads: a share F (0 to 1) of the entries\n"
+"                     in TIME_WAIT, spread evenly; adds lookup-est,\n"
+"                     lookup-tw\n"
 "  --grown            also every resizing implementation grown from empty\n"
 "                     (no sizing hint), as NAME-grown\n"
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
-"  --rate R           churn: insert+remove pairs/s per writer (default 50000)\n"
-"  --reps K           repetitions, the median is reported (default 5)\n"
+"  --rate R           churn: insert+remove pairs/s per writer, 1 to 1e8\n"
+"                     (default 50000)\n"
+"  --reps K           repetitions, 1 to 64, the median is reported\n"
+"                     (default 5)\n"
 "  --pin              pin threads to CPUs\n"
 "  --v6               IPv6 keys instead of IPv4\n"
 "  --keys SET         random (default), or the trie's worst cases:\n"
@@ -323,14 +461,20 @@ static void usage(FILE *f)
 "  --seed S           key generator seed (default: from the clock)\n"
 "  --json             JSON lines instead of tab-separated text\n"
 "  --table            one table per size: workloads x implementations\n"
-"  --plot FILE.svg    draw ns/lookup against N, and zipf and trains\n"
-"                     against the Zipf exponent (gnuplot; FILE.png: PNG)\n");
+"                     (not with --json)\n"
+"  --targets          also the developers' performance targets, met or\n"
+"                     missed, after the results\n"
+"  --plot FILE        draw ns/lookup against N, and zipf and trains\n"
+"                     against the Zipf exponent (gnuplot); FILE ends in\n"
+"                     .svg or .png\n"
+"The last lines compare conntab with each peer, one line each.\n");
 }
 
 static void parse(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "quick", no_argument, NULL, 'q' },
+		{ "budget", required_argument, NULL, 'B' },
 		{ "n", required_argument, NULL, 'n' },
 		{ "workload", required_argument, NULL, 'w' },
 		{ "impl", required_argument, NULL, 'i' },
@@ -343,6 +487,7 @@ static void parse(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 'T' },
+		{ "targets", no_argument, NULL, 'X' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "zipf", required_argument, NULL, 'z' },
 		{ "train", required_argument, NULL, 'L' },
@@ -357,8 +502,10 @@ static void parse(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool n_set = false, w_set = false;
-	char *end;
-	int c;
+	const char *impls = NULL, *opt;
+	char name[32] = "";
+	size_t len;
+	int c, idx;
 
 	b_opts.workloads = (1ul << W_COUNT) - 1;
 	b_opts.threads = 2;
@@ -368,35 +515,41 @@ static void parse(int argc, char **argv)
 	b_opts.zipf[0] = 1.0;
 	b_opts.nzipf = 1;
 	b_opts.train_mean = 4;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	/* Our own messages: getopt's would not say which value is wrong. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
+		/* "--NAME" of the option just read, for the messages. */
+		if (c != '?' && c != ':' && c != 'h')
+			snprintf(name, sizeof(name), "--%s", lo[idx].name);
+		opt = name;
 		switch (c) {
 		case 'q': b_opts.quick = true; break;
+		case 'B':
+			b_opts.budget_ns = (uint64_t)(opt_double(opt, optarg,
+				0, 86400, "a time in seconds") * 1e9);
+			b_opts.budget_set = true;
+			break;
 		case 'n':
-			if (parse_sizes(optarg))
-				goto bad;
+			parse_sizes(optarg);
 			n_set = true;
 			break;
 		case 'w':
-			if (parse_workloads(optarg))
-				goto bad;
+			parse_workloads(optarg);
 			w_set = true;
 			break;
-		case 'i': b_opts.impls = optarg; break;
+		/* Checked once every option is in: --grown changes names. */
+		case 'i': impls = optarg; break;
 		case 't':
-			b_opts.threads = (unsigned int)atoi(optarg);
-			if (b_opts.threads < 1 ||
-			    b_opts.threads > B_MAX_THREADS)
-				goto bad;
+			b_opts.threads = (unsigned int)opt_uint(opt, optarg, 1,
+				B_MAX_THREADS, "a thread count");
 			break;
 		case 'R':
-			b_opts.write_rate = strtoul(optarg, NULL, 10);
-			if (!b_opts.write_rate)
-				goto bad;
+			b_opts.write_rate = (unsigned long)opt_uint(opt,
+				optarg, 1, 100000000, "a rate in pairs/s");
 			break;
 		case 'r':
-			b_opts.reps = (unsigned int)atoi(optarg);
-			if (b_opts.reps < 1 || b_opts.reps > B_MAX_REPS)
-				goto bad;
+			b_opts.reps = (unsigned int)opt_uint(opt, optarg, 1,
+				B_MAX_REPS, "a repetition count");
 			break;
 		case 'p': b_opts.pin = true; break;
 		case '6': b_opts.v6 = true; break;
@@ -404,15 +557,21 @@ static void parse(int argc, char **argv)
 			if (!strcmp(optarg, "zero"))
 				b_opts.zero_secret = true;
 			else if (strcmp(optarg, "random"))
-				goto bad;
+				bad_opt(opt, "'%s' is not a secret (zero or "
+					"random)", optarg);
 			break;
-		case 'S': b_opts.seed = strtoull(optarg, NULL, 0); break;
+		case 'S':
+			b_opts.seed = opt_uint(opt, optarg, 0, UINT64_MAX,
+					       "a seed");
+			break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'X': b_opts.targets = true; break;
 		case 'H':
 			c = conntab_hash_from_name(optarg);
 			if (c < 0)
-				goto bad;
+				bad_opt(opt, "unknown hash '%s' (auto, siphash "
+					"or aes)", optarg);
 			b_opts.hash = (enum conntab_hash)c;
 			break;
 		case 'K':
@@ -421,25 +580,29 @@ static void parse(int argc, char **argv)
 			else if (!strcmp(optarg, "worst-depth"))
 				b_opts.keyset = KS_WORST_DEPTH;
 			else if (strcmp(optarg, "random"))
-				goto bad;
+				bad_opt(opt, "unknown key set '%s' (random, "
+					"worst-mem or worst-depth)", optarg);
 			break;
 		case 'W':
-			b_opts.tw_share = strtod(optarg, &end);
-			if (*end || !(b_opts.tw_share >= 0 &&
-				      b_opts.tw_share <= 1))
-				goto bad;
+			b_opts.tw_share = opt_double(opt, optarg, 0, 1,
+						     "a share");
 			break;
 		case 'T': b_opts.table = true; break;
-		case 'P': b_opts.plot = optarg; break;
+		case 'P':
+			/* gnuplot's terminal follows the name (report.c). */
+			len = strlen(optarg);
+			if (len <= 4 || (strcmp(optarg + len - 4, ".svg") &&
+					 strcmp(optarg + len - 4, ".png")))
+				bad_opt(opt, "%s: the file name must end in "
+					".svg or .png", optarg);
+			b_opts.plot = optarg;
+			break;
 		case 'z':
-			if (parse_zipf(optarg))
-				goto bad;
+			parse_zipf(optarg);
 			break;
 		case 'L':
-			b_opts.train_mean = strtod(optarg, &end);
-			if (*end || !(b_opts.train_mean >= 1 &&
-				      b_opts.train_mean <= 1e6))
-				goto bad;
+			b_opts.train_mean = opt_double(opt, optarg, 1, 1e6,
+						       "a mean train length");
 			break;
 		case 'C':
 		case 'l':
@@ -447,63 +610,69 @@ static void parse(int argc, char **argv)
 			if (c == 'C')
 				b_opts.pcap = optarg;
 			else if (b_prefix_parse(&b_opts.local, optarg))
-				goto bad;
+				bad_opt(opt, "'%s' is not an address or "
+					"prefix (ADDR or ADDR/LEN, IPv4 or "
+					"IPv6)", optarg);
 			break;
 #else
-			fprintf(stderr, "conntab-bench: built without libpcap: "
-				"no pcap workload\n");
-			exit(2);
+			bad_opt(opt, "built without libpcap: no pcap "
+				"workload");
 #endif
 		case 'c':
 			if (!strcmp(optarg, "cpu"))
 				b_opts.cpu_clock = true;
 			else if (strcmp(optarg, "wall"))
-				goto bad;
+				bad_opt(opt, "unknown clock '%s' (wall or cpu)",
+					optarg);
 			break;
 		case 'h': usage(stdout); exit(0);
-		default: goto bad;
+		case ':':
+			bad_opt(argv[optind - 1], "needs a value");
+		default:
+			bad_opt(argv[optind - 1], "unknown option (see "
+				"--help)");
 		}
 	}
 	if (optind != argc)
-		goto bad;
+		bad_opt("", "stray argument '%s' (options start with --; see "
+			"--help)", argv[optind]);
+	if (impls)
+		check_impls(impls);
+	if (b_opts.json && b_opts.table)
+		bad_opt("--table", "not with --json (a table is for people, "
+			"JSON lines for scripts)");
 	/* A capture alone is replayed alone; pcap needs one. */
 	if (b_opts.pcap && !w_set)
 		b_opts.workloads = 1ul << W_PCAP;
 	if (!b_opts.pcap && b_want(W_PCAP)) {
-		if (w_set) {
-			fprintf(stderr, "conntab-bench: pcap needs --pcap "
-				"FILE\n");
-			exit(2);
-		}
+		if (pcap_named)
+			bad_opt("--workload", "pcap needs --pcap FILE");
 		b_opts.workloads &= ~(1ul << W_PCAP);
 	}
 	if (!n_set) {
-		b_opts.nn = 2;
+		b_opts.nn = b_opts.quick ? 1 : 2;
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
-		b_opts.n[1] = b_opts.quick ? 256u << 10 : 4u << 20;
+		b_opts.n[1] = 4u << 20;
 	}
+	/* --quick's budget, unless --budget says otherwise (0: none). */
+	if (b_opts.quick && !b_opts.budget_set)
+		b_opts.budget_ns = B_QUICK_BUDGET_NS;
 	if (b_opts.keyset != KS_RANDOM)
 		b_opts.v6 = true;
 	if (b_opts.keyset == KS_WORST_DEPTH) {
 		b_opts.nn = 1;
 		b_opts.n[0] = B_COMB_KEYS;
 	}
-	for (c = 0; b_opts.keyset == KS_WORST_MEM && c < (int)b_opts.nn; c++) {
-		if (b_opts.n[c] > B_WORST_MEM_MAX) {
-			fprintf(stderr, "conntab-bench: worst-mem has at most "
-				"%u keys\n", B_WORST_MEM_MAX);
-			exit(2);
-		}
-	}
-	return;
-bad:
-	usage(stderr);
-	exit(2);
+	for (c = 0; b_opts.keyset == KS_WORST_MEM && c < (int)b_opts.nn; c++)
+		if (b_opts.n[c] > B_WORST_MEM_MAX)
+			bad_opt("--n", "%zu is more than worst-mem's %u keys "
+				"(--keys)", b_opts.n[c], B_WORST_MEM_MAX);
 }
 
 int main(int argc, char **argv)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];
+	uint64_t start = b_now_ns();
 	struct bench_keys keys;
 	char hashes[512];
 	unsigned int s;
@@ -523,10 +692,9 @@ int main(int argc, char **argv)
 	rcu_register_thread();
 	resolve_hash(im, ni, hashes, sizeof(hashes));
 	helpers_start();
+	b_budget_init();
 	if (b_opts.pin)
 		b_pin_self(0);
-	if (b_opts.json && b_opts.table)
-		b_opts.table = false;
 	if (!b_opts.json) {
 		printf("# conntab-bench %s%s keys, secret %s, seed %llu, "
 		       "median of %u, threads %u%s, %s clock\n",
@@ -540,6 +708,11 @@ int main(int argc, char **argv)
 		printf("# hash %s (--hash %s): %s\n",
 		       conntab_hash_name(b_opts.hash_used),
 		       conntab_hash_name(b_opts.hash), hashes);
+		if (b_opts.budget_ns)
+			printf("# time budget %.3g s per workload and "
+			       "implementation at each size (%s)\n",
+			       (double)b_opts.budget_ns / 1e9,
+			       b_opts.budget_set ? "--budget" : "--quick");
 	}
 	b_report_header();
 	/* Every workload but pcap runs per size. */
@@ -573,10 +746,19 @@ int main(int argc, char **argv)
 		b_report_flush();
 	}
 #endif
-	b_report_targets();
+	if (b_opts.targets)
+		b_report_targets();
 	if (b_opts.plot && b_report_plot(b_opts.plot))
 		fprintf(stderr, "conntab-bench: no plot (is gnuplot "
 			"installed?)\n");
+	/* The run's length, in the output: tests never hold it to a bound. */
+	if (b_opts.json)
+		printf("{\"elapsed_s\":%.1f}\n",
+		       (double)(b_now_ns() - start) / 1e9);
+	else
+		printf("\n# elapsed %.1f s\n",
+		       (double)(b_now_ns() - start) / 1e9);
+	b_report_summary();
 	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)

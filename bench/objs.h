@@ -45,6 +45,8 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	      struct bench_objs *o, size_t expected);
 void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want);
+/* Destroy and free, unless stopped on @wmask at @n by the time budget. */
+void b_table_drop(struct bench_table *tb, unsigned long wmask, size_t n);
 
 /* Lookups per repetition of a lookup workload at N keys. */
 size_t b_lookups_per_rep(size_t n);
@@ -59,10 +61,12 @@ double b_run_batch(const struct bench_impl *im, void *t,
 /*
  * keys[0..n) replayed on every table, repetitions interleaved: rows
  * @name (one at a time) and @name-b16 (batches), one thread and, with
- * --threads > 1, that many readers at once; reported at table size @size.
+ * --threads > 1, that many readers at once; reported at table size @size,
+ * timed against workload @w's budget.
  */
-void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
-		      const struct conntab_key *keys, size_t n, size_t size);
+void b_stream_measure(struct bench_table *tb, size_t ni, enum b_workload w,
+		      const char *name, const struct conntab_key *keys,
+		      size_t n, size_t size);
 
 /* bench/traffic.c: zipf and trains on the tables of b_run_single. */
 void b_run_traffic(struct bench_table *tb, size_t ni,

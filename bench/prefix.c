@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,11 +81,21 @@ void b_run_prefix(const struct bench_impl **all, size_t nall,
 		b_progress("n=%zu %s: prefix build", k->n, im[i]->name);
 		b_objs_init(&tb[i].o, im[i], k->n);
 		tb[i].im = im[i];
+		tb[i].t = NULL;
+		if (!b_budget_enter(B_W(W_PREFIX), im[i], k->n,
+				    "building its table"))
+			continue;
 		tb[i].t = b_build(im[i], &pk, &tb[i].o, k->n);
+		b_budget_leave();
 	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu prefix %u/%u", k->n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
+			us[i][rep] = per[i][rep] = NAN;
+			/* One walk is not cut short: the budget ends the next. */
+			if (!b_budget_enter(B_W(W_PREFIX), im[i], k->n,
+					    "prefix"))
+				continue;
 			seen = 0;
 			t0 = b_time_ns();
 			rcu_read_lock();
@@ -95,14 +106,15 @@ void b_run_prefix(const struct bench_impl **all, size_t nall,
 			b_check_found(im[i], "prefix", seen, on);
 			us[i][rep] = (double)t0 / 1e3;
 			per[i][rep] = (double)t0 / (double)(on ? on : 1);
+			if (!b_budget_leave())
+				us[i][rep] = per[i][rep] = NAN;
 		}
 	}
 	for (i = 0; i < ni; i++) {
 		b_result(im[i], "prefix", k->n, 1, us[i], "us", R_NONE, false);
 		b_result(im[i], "prefix-match", k->n, 1, per[i], "ns/op",
 			 R_NONE, false);
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
+		b_table_drop(&tb[i], B_W(W_PREFIX), k->n);
 	}
 	free(pk.keys);
 }

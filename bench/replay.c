@@ -72,13 +72,16 @@ void b_run_pcap(const struct bench_impl **im, size_t ni)
 		b_progress("pcap %s: build", im[i]->name);
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
+		tb[i].t = NULL;
+		if (!b_budget_enter(B_W(W_PCAP), im[i], n,
+				    "building its table"))
+			continue;
 		tb[i].t = b_build(im[i], &k, &tb[i].o, n);
+		b_budget_leave();
 	}
-	b_stream_measure(tb, ni, "pcap", stream, cap.npkts, n);
-	for (i = 0; i < ni; i++) {
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
-	}
+	b_stream_measure(tb, ni, W_PCAP, "pcap", stream, cap.npkts, n);
+	for (i = 0; i < ni; i++)
+		b_table_drop(&tb[i], B_W(W_PCAP), n);
 	free(stream);
 	b_keys_free(&k);
 	b_capture_free(&cap);

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,13 +130,22 @@ void b_run_scan(const struct bench_impl **all, size_t nall,
 		b_progress("n=%zu %s: scan build", n, im[i]->name);
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
-		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		tb[i].t = NULL;
 		ok[i] = true;
+		if (!b_budget_enter(B_W(W_SCAN), im[i], n,
+				    "building its table"))
+			continue;
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		b_budget_leave();
 	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu scan %u/%u", n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
-			if (!ok[i])
+			for (b = 0; b < 1 + 3 * B_NBUDGETS; b++)
+				v[i][b][rep] = NAN;
+			/* A pass is not cut short: the budget ends the next. */
+			if (!ok[i] || !b_budget_enter(B_W(W_SCAN), im[i], n,
+						      "scan"))
 				continue;
 			s.base = tb[i].o.base;
 			b_writer_start(&w, im[i], tb[i].t, k, b_cpu_other(0));
@@ -150,6 +160,9 @@ void b_run_scan(const struct bench_impl **all, size_t nall,
 				v[i][3 + 3 * b][rep] = pass / walk;
 			}
 			b_writer_stop(&w, "scan");
+			if (!b_budget_leave())
+				for (b = 0; b < 1 + 3 * B_NBUDGETS; b++)
+					v[i][b][rep] = NAN;
 		}
 	}
 	for (i = 0; i < ni; i++) {
@@ -174,8 +187,7 @@ void b_run_scan(const struct bench_impl **all, size_t nall,
 			fprintf(stderr, "conntab-bench: %s has no "
 				"conntab_scan(): no scan rows\n", im[i]->name);
 		}
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
+		b_table_drop(&tb[i], B_W(W_SCAN), n);
 	}
 	free(s.count);
 }

@@ -19,7 +19,9 @@ has() {
 	echo "$out" | grep -q "$1" || fail "no line matching '$1'"
 }
 
-out=$($bench --quick --n 4K --reps 1 --seed 7)
+# --budget 0: every row must be there, however slow the machine is;
+# --targets: the developers' targets too.
+out=$($bench --quick --budget 0 --n 4K --reps 1 --seed 7 --targets)
 has '^lookup	chained	4096	1	'
 has '^lookup	lfht-jhash	4096	1	'
 has '^grow-misses	lfht-jhash	4096	1	0	'
@@ -53,6 +55,24 @@ has '^walk	split	4096	1	'
 has '^evict/insert	chained	4096	1	'
 has '^# evict/insert  *exthash'
 has '^grow-resizes	exthash	4096	1	'
+has '^# elapsed [0-9.]* s$'
+# Last, conntab against each peer, one line each.
+has '^# conntab against each peer at n=4096, one thread'
+has '^# chained vs lfht  *lookup [0-9.]*x, batch16 [0-9.]*x, insert '
+has '^# chained vs plain  *lookup '
+[ "$(echo "$out" | tail -1 | cut -c1-17)" = "# chained vs plai" ] ||
+	fail "the last line is not conntab against the last peer"
+# The time budget: a microsecond is spent by the first repetition, so
+# every implementation is stopped by the second at the latest, without
+# a wrong answer (exit status); the rows and a note say so.
+out=$($bench --n 4K --reps 2 --budget 0.000001 --workload lookup,grow \
+	--impl chained,lfht)
+has '^# time budget 1e-06 s per workload and implementation'
+has '^# stopped: lfht on grow at n=4096 .*(--budget)'
+has '^# stopped: chained on lookup at n=4096 '
+has '^grow	lfht	4096	1	stopped	ns/op	'
+has '^lookup	chained	4096	1	stopped	ns/op	'
+! $bench --budget -1 2>/dev/null || fail "--budget -1 accepted"
 # --grown: the resizing implementations again, grown from empty.
 out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
 	--workload lookup,batch,grow --threads 1)
@@ -66,6 +86,8 @@ out=$($bench --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
 has '^lookup-tw	split	4096	1	'
 has '^lookup-est	plain	4096	1	'
 has '^batch16	lfht	4096	1	'
+# The targets are for developers: only with --targets.
+echo "$out" | grep -q '^# targets' && fail "targets without --targets"
 # The trie's worst key sets, for every implementation.
 out=$($bench --keys worst-depth --reps 1 --workload lookup,batch,memory)
 has '^lookup	trie	288	1	'

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -24,7 +25,11 @@
 
 volatile uintptr_t b_sink;
 
-/* Random hits, one at a time: independent lookups may overlap. */
+/*
+ * Random hits, one at a time: independent lookups may overlap. Both
+ * runners end early when the time budget runs out (b_over(), read once
+ * per chunk or batch, the figure then dropped).
+ */
 double b_run_lookup(const struct bench_impl *im, void *t,
 		    const struct conntab_key *keys, size_t n, size_t m,
 		    size_t *found)
@@ -39,6 +44,8 @@ double b_run_lookup(const struct bench_impl *im, void *t,
 			size_t end = i + B_READ_CHUNK < len ? i + B_READ_CHUNK
 							    : len;
 
+			if (b_over())
+				goto out;
 			rcu_read_lock();
 			for (j = i; j < end; j++) {
 				void *p = im->lookup(t, &keys[j]);
@@ -49,6 +56,7 @@ double b_run_lookup(const struct bench_impl *im, void *t,
 			rcu_read_unlock();
 		}
 	}
+out:
 	t0 = b_time_ns() - t0;
 	b_sink += acc;
 	*found = hit;
@@ -73,12 +81,15 @@ double b_run_batch(const struct bench_impl *im, void *t,
 		len = m - done < n ? m - done : n;
 		for (i = 0; i < len; i += cnt) {
 			cnt = len - i < bs ? len - i : bs;
+			if (b_over())
+				goto out;
 			rcu_read_lock();
 			hit += im->batch(t, &keys[i], out, cnt);
 			rcu_read_unlock();
 			acc += (uintptr_t)out[0] + (uintptr_t)out[cnt - 1];
 		}
 	}
+out:
 	t0 = b_time_ns() - t0;
 	b_sink += acc;
 	*found = hit;
@@ -167,8 +178,9 @@ static double replay_mt(const struct bench_impl *im, void *t,
 /* The four ways a stream is replayed: one thread or --threads readers. */
 enum { SM_ONE, SM_BATCH, SM_MT_ONE, SM_MT_BATCH, SM_COUNT };
 
-void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
-		      const struct conntab_key *keys, size_t n, size_t size)
+void b_stream_measure(struct bench_table *tb, size_t ni, enum b_workload w,
+		      const char *name, const struct conntab_key *keys,
+		      size_t n, size_t size)
 {
 	static double v[B_MAX_IMPLS][SM_COUNT][B_MAX_REPS];
 	unsigned int nr = b_opts.threads, rep, m;
@@ -185,6 +197,10 @@ void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
 			unsigned int k = m >= SM_MT_ONE ? nr : 1;
 
 			for (i = 0; i < ni; i++) {
+				v[i][m][rep] = NAN;
+				if (!b_budget_enter(B_W(w), tb[i].im, size,
+						    wl[m & 1]))
+					continue;
 				v[i][m][rep] = k > 1 ?
 					replay_mt(tb[i].im, tb[i].t, keys, n,
 						  bs, k, &found) :
@@ -192,6 +208,8 @@ void b_stream_measure(struct bench_table *tb, size_t ni, const char *name,
 					       &found);
 				b_check_found(tb[i].im, wl[m & 1], found,
 					      n * k);
+				if (!b_budget_leave())
+					v[i][m][rep] = NAN;
 			}
 		}
 	}

@@ -109,13 +109,15 @@ void b_run_traffic(struct bench_table *tb, size_t ni,
 			b_progress("n=%zu zipf %.2f: stream", k->n, s);
 			make_zipf(stream, m, k, s, &rng);
 			snprintf(name, sizeof(name), "zipf-s%.2f", s);
-			b_stream_measure(tb, ni, name, stream, m, k->n);
+			b_stream_measure(tb, ni, W_ZIPF, name, stream, m,
+					 k->n);
 		}
 		if (b_want(W_TRAINS)) {
 			b_progress("n=%zu trains %.2f: stream", k->n, s);
 			make_trains(stream, m, k, s, &rng);
 			snprintf(name, sizeof(name), "trains-s%.2f", s);
-			b_stream_measure(tb, ni, name, stream, m, k->n);
+			b_stream_measure(tb, ni, W_TRAINS, name, stream, m,
+					 k->n);
 		}
 	}
 	free(stream);

@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,11 +225,15 @@ void b_writer_stop(struct b_writer *w, const char *what)
 			 w->fails);
 }
 
-/* One churn measurement: @nr readers and one writer on table @tb. */
+/*
+ * One churn measurement: @nr readers and one writer on table @tb, for a
+ * set time (--quick: 50 ms, enough for a figure that only has to be
+ * there), so the time budget only ends what follows it early.
+ */
 static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 		      unsigned int nr, double *lps, double *nsl, double *wps)
 {
-	uint64_t dur = b_opts.quick ? 200000000ull : 400000000ull, t0, t1;
+	uint64_t dur = b_opts.quick ? 50000000ull : 400000000ull, t0, t1;
 	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
 	volatile int stop = 0;
@@ -269,15 +274,29 @@ static void churn(const struct bench_impl **im, size_t ni,
 		b_progress("n=%zu %s: churn build", n, im[i]->name);
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
+		tb[i].t = NULL;
+		if (!b_budget_enter(B_W(W_CHURN), im[i], n,
+				    "building its table"))
+			continue;
 		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		b_budget_leave();
 	}
 	for (c = 0; c < nc; c++) {
 		for (rep = 0; rep < b_opts.reps; rep++) {
 			b_progress("n=%zu churn %u readers %u/%u", n, cfg[c],
 				   rep + 1, b_opts.reps);
-			for (i = 0; i < ni; i++)
+			for (i = 0; i < ni; i++) {
+				lps[c][i][rep] = nsl[i][rep] = NAN;
+				wps[i][rep] = NAN;
+				if (!b_budget_enter(B_W(W_CHURN), im[i], n,
+						    "churn"))
+					continue;
 				churn_rep(&tb[i], k, cfg[c], &lps[c][i][rep],
 					  &nsl[i][rep], &wps[i][rep]);
+				if (!b_budget_leave())
+					lps[c][i][rep] = nsl[i][rep] =
+						wps[i][rep] = NAN;
+			}
 		}
 		for (i = 0; i < ni; i++) {
 			double tmp[B_MAX_REPS];
@@ -297,8 +316,7 @@ static void churn(const struct bench_impl **im, size_t ni,
 		for (rep = 0; rep < b_opts.reps; rep++)
 			sc[rep] = lps[1][i][rep] / lps[0][i][rep];
 		b_result(im[i], "churn-scale", n, 2, sc, "x", R_NONE, true);
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
+		b_table_drop(&tb[i], B_W(W_CHURN), n);
 	}
 }
 
@@ -362,7 +380,7 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	t = b_create(im, 0, k->secret);
 	readers_start(rd, nr, true, im, t, k, &stop, &count, &ready);
 	start = t0 = b_time_ns();
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !(i % 64 == 0 && b_over()); i++) {
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 		t1 = b_time_ns();
 		lat[i] = t1 - t0 > UINT32_MAX ? UINT32_MAX
@@ -373,6 +391,12 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	}
 	out[GR_NS] = (double)(t0 - start) / (double)n;
 	readers_stop(rd, nr, &stop, &look, &miss);
+	if (i < n) {
+		/* Out of time: the table and objects are left (b_table_drop). */
+		for (i = 0; i < GR_COUNT; i++)
+			out[i] = NAN;
+		return;
+	}
 	if (fail)
 		b_failed("%s grow: %zu inserts failed", im->name, fail);
 	/* A present key was not found while the table grew. */
@@ -419,14 +443,23 @@ static void grow(const struct bench_impl **im, size_t ni,
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu grow %u/%u", k->n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
-			grow_rep(im[i], &o[i], k, nr, lat, out);
+			for (j = 0; j < GR_COUNT; j++)
+				out[j] = NAN;
+			if (b_budget_enter(B_W(W_GROW), im[i], k->n,
+					   "growing its table")) {
+				grow_rep(im[i], &o[i], k, nr, lat, out);
+				if (!b_budget_leave())
+					for (j = 0; j < GR_COUNT; j++)
+						out[j] = NAN;
+			}
 			for (j = 0; j < GR_COUNT; j++)
 				v[j][i][rep] = out[j];
 		}
 	}
 	free(lat);
 	for (i = 0; i < ni; i++) {
-		b_objs_free(&o[i]);
+		if (!b_budget_stopped(B_W(W_GROW), im[i], k->n))
+			b_objs_free(&o[i]);
 		rows = im[i]->flags & BI_CONNTAB ? GR_COUNT : GR_DEPTH;
 		for (j = 0; j < rows; j++)
 			b_result(im[i], gr_rows[j].name, k->n, nr, v[j][i],
@@ -462,12 +495,13 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 
 	readers_start(rd, nr, true, im, tb->t, k, &stop, NULL, &ready);
 	t0 = b_now_ns();
-	for (i = rep * m; i < rep * m + m; i++)
+	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over()); i++)
 		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
 				     two + (size_t)k->slot[i] * B_LINE) != 0;
 	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	t0 = b_now_ns();
-	for (i = rep * m; i < rep * m + m; i++) {
+	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over());
+	     i++) {
 		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_LINE,
 				    &k->keys[i], &old) != 0;
 		fail += old != two + (size_t)k->slot[i] * B_LINE;
@@ -475,6 +509,8 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	readers_stop(rd, nr, &stop, &look, &miss);
 	out[2] = (double)miss;
+	if (b_over())
+		return;		/* the figures are dropped */
 	if (fail)
 		b_failed("%s timewait: %zu operations failed", im->name, fail);
 	if (miss)
@@ -496,24 +532,42 @@ static void timewait(const struct bench_impl **im, size_t ni,
 		b_progress("n=%zu %s: timewait build", n, im[i]->name);
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
-		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		tb[i].t = NULL;
 		two[i] = b_alloc(n * B_LINE);
 		nwo[i] = b_alloc(n * B_LINE);
+		if (!b_budget_enter(B_W(W_TIMEWAIT), im[i], n,
+				    "building its table"))
+			continue;
+		tb[i].t = b_build(im[i], k, &tb[i].o, n);
+		b_budget_leave();
 	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu timewait %u/%u", n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
-			timewait_rep(&tb[i], k, nr, rep, two[i], nwo[i], out);
+			for (j = 0; j < 3; j++)
+				out[j] = NAN;
+			if (b_budget_enter(B_W(W_TIMEWAIT), im[i], n,
+					   "timewait")) {
+				timewait_rep(&tb[i], k, nr, rep, two[i],
+					     nwo[i], out);
+				if (!b_budget_leave())
+					for (j = 0; j < 3; j++)
+						out[j] = NAN;
+			}
 			for (j = 0; j < 3; j++)
 				v[j][i][rep] = out[j];
 		}
 	}
 	for (i = 0; i < ni; i++) {
-		/* The table still links objects of two[] and nwo[]. */
-		im[i]->destroy(tb[i].t);
-		free(two[i]);
-		free(nwo[i]);
-		b_objs_free(&tb[i].o);
+		/*
+		 * The table still links objects of two[] and nwo[]; a table
+		 * left by the time budget keeps them.
+		 */
+		b_table_drop(&tb[i], B_W(W_TIMEWAIT), n);
+		if (!b_budget_stopped(B_W(W_TIMEWAIT), im[i], n)) {
+			free(two[i]);
+			free(nwo[i]);
+		}
 		b_result(im[i], "timewait", n, nr, v[0][i], "ops/s", R_NONE,
 			 true);
 		b_result(im[i], "recycle", n, nr, v[1][i], "ops/s", R_NONE,

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,18 @@
 #include "impl.h"
 #include "objs.h"
 
-/* Lookups per repetition: all keys, at least 1M and at most 4M. */
+/*
+ * Lookups per repetition: all keys, at least 1M and at most 4M; with
+ * --quick the keys once, so that a small table is not looked up 16 times
+ * over for a figure that only has to be there.
+ */
 #define B_MIN_LOOKUPS	(1u << 20)
 #define B_MAX_LOOKUPS	(4u << 20)
 
 size_t b_lookups_per_rep(size_t n)
 {
+	if (b_opts.quick)
+		return n < B_MAX_LOOKUPS ? n : B_MAX_LOOKUPS;
 	if (n < B_MIN_LOOKUPS)
 		return B_MIN_LOOKUPS / n * n;
 	return n < B_MAX_LOOKUPS ? n : B_MAX_LOOKUPS;
@@ -80,7 +87,8 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 
 	memset(o->base, 0, o->n * B_LINE);
 	t = b_create(im, expected, k->secret);
-	for (i = 0; i < k->n; i++)
+	/* Out of time: the caller drops the part-built table. */
+	for (i = 0; i < k->n && !(i % 64 == 0 && b_over()); i++)
 		fail += im->insert(t, b_obj(o, k, i), &k->keys[i]) != 0;
 	if (fail)
 		b_failed("%s: %zu inserts failed", im->name, fail);
@@ -90,9 +98,26 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 void b_check_found(const struct bench_impl *im, const char *what,
 		   size_t found, size_t want)
 {
-	if (found != want)
+	/* A loop ended early by the time budget: its figure is dropped. */
+	if (found != want && !b_over())
 		b_failed("%s %s: found %zu of %zu keys", im->name, what,
 			 found, want);
+}
+
+/*
+ * Destroy a table and free its objects; those of an implementation that
+ * ran out of its time budget are left for exit instead: a table in the
+ * state that made it slow may take as long to tear down (lfht unlinks
+ * node by node from the bucket), and a resize of its own may still be
+ * running over the objects.
+ */
+void b_table_drop(struct bench_table *tb, unsigned long wmask, size_t n)
+{
+	if (b_budget_stopped(wmask, tb->im, n))
+		return;
+	if (tb->t)
+		tb->im->destroy(tb->t);
+	b_objs_free(&tb->o);
 }
 
 /*
@@ -117,6 +142,8 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 			if (!(i % B_READ_CHUNK)) {
 				if (i)
 					rcu_read_unlock();
+				if (b_over())
+					goto out;
 				rcu_read_lock();
 			}
 			p = im->lookup(t, kp);
@@ -125,13 +152,22 @@ static double run_lookup_dep(const struct bench_impl *im, void *t,
 		}
 		rcu_read_unlock();
 	}
+out:
 	t0 = b_time_ns() - t0;
 	b_sink += (uintptr_t)p;
 	*found = hit;
 	return (double)t0 / (double)m;
 }
 
-/* A thread that keeps writing over 2 x L3, as user work would. */
+/*
+ * A thread that keeps writing over 2 x L3, as user work would. --quick
+ * caps the buffer at B_QUICK_SWEEP: a virtual machine may report an L3
+ * of hundreds of MiB (508 MiB on the 2-core one of doc/performance.md),
+ * and zeroing and sweeping 1 GiB took 20 s of a quick run; 64 MiB is 16
+ * times the objects of --quick's 64K-entry table.
+ */
+#define B_QUICK_SWEEP	((size_t)64 << 20)
+
 struct sweeper {
 	pthread_t tid;
 	volatile int stop;
@@ -152,7 +188,12 @@ static void *sweep_fn(void *arg)
 	return NULL;
 }
 
-/* The median of one implementation's repetitions of one workload. */
+/*
+ * The median of one implementation's repetitions of one workload. A
+ * repetition that did not run to its end (NaN: the time budget ran out)
+ * makes the row "stopped": a median of the survivors would hide that
+ * they were the fast ones.
+ */
 void b_result(const struct bench_impl *im, const char *wl, size_t n,
 	      unsigned int threads, double *v, const char *unit, int kind,
 	      bool higher)
@@ -161,9 +202,15 @@ void b_result(const struct bench_impl *im, const char *wl, size_t n,
 		.impl = im->name, .n = n, .threads = threads, .unit = unit,
 		.ratio_kind = kind, .higher_better = higher,
 	};
+	unsigned int i;
 
 	snprintf(r.workload, sizeof(r.workload), "%s", wl);
-	r.value = b_median(v, b_opts.reps, &r.min, &r.max);
+	for (i = 0; i < b_opts.reps; i++)
+		r.stopped |= isnan(v[i]);
+	if (r.stopped)
+		r.value = r.min = r.max = NAN;
+	else
+		r.value = b_median(v, b_opts.reps, &r.min, &r.max);
 	b_record(&r);
 }
 
@@ -204,6 +251,7 @@ void b_once_row(const struct bench_impl *im, const char *wl, size_t n,
 	struct bench_result r = {
 		.impl = im->name, .n = n, .threads = 1, .unit = unit,
 		.ratio_kind = R_NONE, .value = v, .min = v, .max = v,
+		.stopped = isnan(v),
 	};
 
 	snprintf(r.workload, sizeof(r.workload), "%s", wl);
@@ -353,11 +401,13 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 	struct sweeper sw = { 0 };
 	size_t n = k->n, i, ntw = tw_count(n);
 	unsigned int rep, kind;
+	/* The workloads on these tables: each is charged their building. */
+	unsigned long group = b_opts.workloads &
+		(B_W(W_LOOKUP) | B_W(W_LOOKUP_DEP) | B_W(W_LOOKUP_MISS) |
+		 B_W(W_LOOKUP_COLD) | B_W(W_BATCH) | B_W(W_MEMORY) |
+		 B_W(W_ZIPF) | B_W(W_TRAINS));
 
-	if (!(b_want(W_LOOKUP) || b_want(W_LOOKUP_DEP) ||
-	      b_want(W_LOOKUP_MISS) || b_want(W_LOOKUP_COLD) ||
-	      b_want(W_BATCH) || b_want(W_MEMORY) || b_want(W_ZIPF) ||
-	      b_want(W_TRAINS)))
+	if (!group)
 		return;
 	for (i = 0; i < ni; i++) {
 		size_t heap0;
@@ -366,12 +416,17 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 		/* With time-wait entries: their objects are n..2n. */
 		b_objs_init(&tb[i].o, im[i], ntw ? 2 * n : n);
 		tb[i].im = im[i];
+		tb[i].t = NULL;
+		if (!b_budget_enter(group, im[i], n, "building its table"))
+			continue;
 		heap0 = b_heap_bytes();
 		tb[i].t = b_build(im[i], k, &tb[i].o, n);
-		if (b_want(W_MEMORY))
+		if (b_want(W_MEMORY) && !b_over())
 			memory(im[i], tb[i].t, n, heap0);
-		if (ntw)
+		if (ntw && !b_over())
 			make_timewait(&tb[i], k);
+		if (!b_budget_leave() && b_want(W_MEMORY))
+			b_once_row(im[i], "memory", n, NAN, "B/entry");
 	}
 	if (b_want(W_LOOKUP_MISS))
 		lk.mix = make_mix(k, &lk.want);
@@ -383,6 +438,8 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			continue;
 		if (kind == LK_COLD) {
 			sw.len = 2 * b_l3_bytes();
+			if (b_opts.quick && sw.len > B_QUICK_SWEEP)
+				sw.len = B_QUICK_SWEEP;
 			sw.buf = b_alloc(sw.len);
 			if (pthread_create(&sw.tid, NULL, sweep_fn, &sw)) {
 				fprintf(stderr, "conntab-bench: no thread\n");
@@ -392,8 +449,16 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 		for (rep = 0; rep < b_opts.reps; rep++) {
 			b_progress("n=%zu %s %u/%u", n, lk_kinds[kind].name,
 				   rep + 1, b_opts.reps);
-			for (i = 0; i < ni; i++)
+			for (i = 0; i < ni; i++) {
+				v[i][rep] = NAN;
+				if (!b_budget_enter(B_W(lk_kinds[kind].w),
+						    im[i], n,
+						    lk_kinds[kind].name))
+					continue;
 				v[i][rep] = lookup_rep(kind, &tb[i], k, &lk);
+				if (!b_budget_leave())
+					v[i][rep] = NAN;
+			}
 		}
 		if (kind == LK_COLD) {
 			sw.stop = 1;
@@ -408,10 +473,8 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 	free(lk.state[0]);
 	free(lk.state[1]);
 	b_run_traffic(tb, ni, k);
-	for (i = 0; i < ni; i++) {
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
-	}
+	for (i = 0; i < ni; i++)
+		b_table_drop(&tb[i], group, n);
 }
 
 /* N inserts into an empty table sized for N, then N removes. */
@@ -419,13 +482,15 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 		  const struct bench_keys *k)
 {
 	double vi[B_MAX_IMPLS][B_MAX_REPS], vr[B_MAX_IMPLS][B_MAX_REPS];
+	unsigned long both = b_opts.workloads & (B_W(W_INSERT) |
+						 B_W(W_REMOVE));
 	struct bench_objs o[B_MAX_IMPLS];
 	size_t n = k->n, i, j, fail;
 	unsigned int rep;
 	uint64_t t0;
 	void *t;
 
-	if (!b_want(W_INSERT) && !b_want(W_REMOVE))
+	if (!both)
 		return;
 	for (j = 0; j < ni; j++)
 		b_objs_init(&o[j], im[j], n);
@@ -433,26 +498,35 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 		b_progress("n=%zu insert/remove %u/%u", n, rep + 1,
 			   b_opts.reps);
 		for (j = 0; j < ni; j++) {
+			vi[j][rep] = vr[j][rep] = NAN;
+			if (!b_budget_enter(both, im[j], n, "insert/remove"))
+				continue;
 			memset(o[j].base, 0, n * B_LINE);
 			t = b_create(im[j], n, k->secret);
 			fail = 0;
 			t0 = b_time_ns();
-			for (i = 0; i < n; i++)
+			for (i = 0; i < n && !(i % 64 == 0 && b_over()); i++)
 				fail += im[j]->insert(t, b_obj(&o[j], k, i),
 						      &k->keys[i]) != 0;
 			vi[j][rep] = (double)(b_time_ns() - t0) / (double)n;
 			t0 = b_time_ns();
-			for (i = 0; i < n; i++)
+			for (i = 0; i < n && !(i % 64 == 0 && b_over()); i++)
 				fail += im[j]->remove(t,
 						b_obj(&o[j], k, i)) != 0;
 			vr[j][rep] = (double)(b_time_ns() - t0) / (double)n;
 			b_check_found(im[j], "insert/remove", 2 * n - fail,
 				      2 * n);
+			if (!b_budget_leave()) {
+				/* Left as it is, with its objects (b_table_drop). */
+				vi[j][rep] = vr[j][rep] = NAN;
+				continue;
+			}
 			im[j]->destroy(t);
 		}
 	}
 	for (j = 0; j < ni; j++) {
-		b_objs_free(&o[j]);
+		if (!b_budget_stopped(both, im[j], n))
+			b_objs_free(&o[j]);
 		if (b_want(W_INSERT))
 			b_result(im[j], "insert", n, 1, vi[j], "ns/op", R_DEP,
 				 false);

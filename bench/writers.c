@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,13 +46,16 @@ static void *writer_fn(void *arg)
 
 	b_thread_start(w->cpu, w->ready, w->go);
 	c0 = b_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	for (r = 0; r < B_WRITER_ROUNDS; r++) {
-		for (i = 0; i < w->n; i++)
+	/* Out of time: the table is left with what is in it. */
+	for (r = 0; r < B_WRITER_ROUNDS && !b_over(); r++) {
+		for (i = 0; i < w->n && !(i % 64 == 0 && b_over()); i++)
 			w->fails += w->im->insert(w->t, w->objs + i * B_LINE,
 						  &w->keys[i]) != 0;
-		for (i = 0; i < w->n; i++)
+		for (i = 0; i < w->n && !(i % 64 == 0 && b_over()); i++)
 			w->fails += w->im->remove(w->t,
 						  w->objs + i * B_LINE) != 0;
+		if (b_over())
+			break;
 		/*
 		 * Reused only after a grace period: another writer's
 		 * traversal (lfht's writers run as readers) may still stand
@@ -99,7 +103,7 @@ static void writers_rep(struct bench_table *tb, const struct bench_keys *k,
 	}
 	t0 = b_now_ns() - t0;
 	writes = 2 * B_WRITER_ROUNDS * slice * nw;
-	if (fails)
+	if (fails && !b_over())
 		b_failed("%s writers: %zu of %zu writes failed", tb->im->name,
 			 fails, writes);
 	*wps = (double)writes * 1e9 / (double)t0;
@@ -129,15 +133,27 @@ void b_run_writers(const struct bench_impl **all, size_t nall,
 		b_progress("n=%zu %s: writers build", n, im[i]->name);
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
-		tb[i].t = b_build(im[i], k, &tb[i].o, n + slice * cfg[nc - 1]);
+		tb[i].t = NULL;
 		objs[i] = b_alloc(slice * cfg[nc - 1] * B_LINE);
+		if (!b_budget_enter(B_W(W_WRITERS), im[i], n,
+				    "building its table"))
+			continue;
+		tb[i].t = b_build(im[i], k, &tb[i].o, n + slice * cfg[nc - 1]);
+		b_budget_leave();
 	}
 	for (c = 0; c < nc; c++) {
 		for (rep = 0; rep < b_opts.reps; rep++) {
 			b_progress("n=%zu writers %u/%u", n, cfg[c], rep + 1);
-			for (i = 0; i < ni; i++)
+			for (i = 0; i < ni; i++) {
+				wps[i][rep] = cpu[i][rep] = NAN;
+				if (!b_budget_enter(B_W(W_WRITERS), im[i], n,
+						    "writers"))
+					continue;
 				writers_rep(&tb[i], k, objs[i], slice, cfg[c],
 					    &wps[i][rep], &cpu[i][rep]);
+				if (!b_budget_leave())
+					wps[i][rep] = cpu[i][rep] = NAN;
+			}
 		}
 		for (i = 0; i < ni; i++) {
 			b_result(im[i], "writers", n, cfg[c], wps[i],
@@ -147,8 +163,9 @@ void b_run_writers(const struct bench_impl **all, size_t nall,
 		}
 	}
 	for (i = 0; i < ni; i++) {
-		im[i]->destroy(tb[i].t);
-		b_objs_free(&tb[i].o);
-		free(objs[i]);
+		/* A table left by the time budget keeps objs[i] linked. */
+		b_table_drop(&tb[i], B_W(W_WRITERS), n);
+		if (!b_budget_stopped(B_W(W_WRITERS), im[i], n))
+			free(objs[i]);
 	}
 }
