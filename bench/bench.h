@@ -57,7 +57,7 @@ struct bench_opts {
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
 	const char *plot;	/* SVG or PNG file for gnuplot, or NULL */
-	uint64_t budget_ns;	/* per workload and impl at one size, 0: none */
+	uint64_t budget_ns;	/* per workload, impl and size; 0: none */
 	bool budget_set;	/* --budget given (else --quick's, or none) */
 	bool targets;		/* --targets: the developers' targets */
 };

@@ -92,7 +92,7 @@ void b_run_prefix(const struct bench_impl **all, size_t nall,
 		b_progress("n=%zu prefix %u/%u", k->n, rep + 1, b_opts.reps);
 		for (i = 0; i < ni; i++) {
 			us[i][rep] = per[i][rep] = NAN;
-			/* One walk is not cut short: the budget ends the next. */
+			/* A walk is not cut short: the budget ends the next. */
 			if (!b_budget_enter(B_W(W_PREFIX), im[i], k->n,
 					    "prefix"))
 				continue;

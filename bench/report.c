@@ -478,12 +478,12 @@ void b_report_summary(void)
 		o = 0;
 		line[0] = 0;
 		for (j = 0; j < sizeof(fig) / sizeof(fig[0]); j++) {
-			const struct bench_result *a = find(fig[j][0], ct, n, 1);
-			const struct bench_result *b = find(fig[j][0], peer, n,
-							    1);
+			const struct bench_result *a, *b;
 			bool stopped;
 			char v[32];
 
+			a = find(fig[j][0], ct, n, 1);
+			b = find(fig[j][0], peer, n, 1);
 			/* The heap's growth can read <= 0 at small N. */
 			if (!a || !b || o >= sizeof(line) ||
 			    (!a->stopped && a->value <= 0) ||

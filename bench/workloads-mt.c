@@ -392,7 +392,7 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	out[GR_NS] = (double)(t0 - start) / (double)n;
 	readers_stop(rd, nr, &stop, &look, &miss);
 	if (i < n) {
-		/* Out of time: the table and objects are left (b_table_drop). */
+		/* Out of time: table and objects are left (b_table_drop). */
 		for (i = 0; i < GR_COUNT; i++)
 			out[i] = NAN;
 		return;

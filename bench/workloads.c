@@ -517,7 +517,7 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 			b_check_found(im[j], "insert/remove", 2 * n - fail,
 				      2 * n);
 			if (!b_budget_leave()) {
-				/* Left as it is, with its objects (b_table_drop). */
+				/* Left, with its objects (b_table_drop). */
 				vi[j][rep] = vr[j][rep] = NAN;
 				continue;
 			}
