@@ -823,8 +823,8 @@ static void *rc_other(void *arg)
 				rcu_read_unlock();
 				if (!f)
 					break;
-				if (spin % 65536 == 0)	/* it may need our CPU */
-					sched_yield();
+				if (spin % 65536 == 0)
+					sched_yield();	/* it may need it */
 			}
 			if (conntab_remove(rc->t, &x->b) ||
 			    conntab_insert(rc->t, &x->f, &x->kf))
@@ -1119,7 +1119,9 @@ END_TEST
  * most 4 KiB each, and the writer's own frees since the barrier).
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-# include <sanitizer/allocator_interface.h>
+/* <sanitizer/allocator_interface.h>, which GCC does not install. */
+size_t __sanitizer_get_current_allocated_bytes(void);
+
 static size_t heap_in_use(void)
 {
 	return __sanitizer_get_current_allocated_bytes();
@@ -1236,7 +1238,8 @@ START_TEST(stats_bounded_retirement)
 	/* Distinct: the pair's index in the remote port and address. */
 	for (i = 0; i < SR_KEYS; i++)
 		for (j = 0; j < 2; j++)
-			key_v4(&sr.k[j][i], (uint32_t)rnd(&s) << 1 | (uint32_t)j,
+			key_v4(&sr.k[j][i],
+			       (uint32_t)rnd(&s) << 1 | (uint32_t)j,
 			       (uint16_t)i);
 	for (i = 0; i < SR_KEYS; i++) {
 		conntab_node_init(&sr.n[0][i]);
