@@ -21,14 +21,15 @@
 #include "rcu.h"
 
 struct conntab_ops;
+struct ct_reg_family;
 
 /*
  * Thread-local state of the library (a writer's counter shard, the
  * eviction sampler's random state): initial-exec, so that reading it is
  * one %fs-relative load instead of a __tls_get_addr() call (11
- * instructions, twice per trie remove). 12 bytes in all: glibc keeps a
- * static TLS surplus for dlopen()ed libraries (hundreds of bytes) that
- * holds them.
+ * instructions, twice per trie remove). 36 bytes in all (rcu-reg.h's
+ * cache is 24 of them): glibc keeps a static TLS surplus for dlopen()ed
+ * libraries (hundreds of bytes) that holds them.
  */
 #define CT_TLS	__thread __attribute__((tls_model("initial-exec")))
 
@@ -43,8 +44,10 @@ typedef size_t (*ct_batch_fn)(struct conntab *t,
  * Read-mostly fields share the first line, with the read paths of the
  * table's hash, so that conntab_lookup() costs one load and one call
  * before the backend's code; the AES round keys (read by every AES hash)
- * follow. The max_entries counter, written by every insert when a cap is
- * set, has a line of its own.
+ * follow, and in the 16 bytes they leave of their last line, the flavor's
+ * family (read-only, by every exthash and trie writer: rcu-reg.h). The
+ * max_entries counter, written by every insert when a cap is set, has a
+ * line of its own.
  */
 struct conntab {
 	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
@@ -57,6 +60,8 @@ struct conntab {
 	struct ct_secret secret;	/* SipHash key, and the AES key's bytes */
 
 	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
+	/* How to tell whether a thread is counted by flavor; NULL: no need. */
+	const struct ct_reg_family *reg;
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 };
@@ -111,9 +116,10 @@ struct conntab_ops {
 	 */
 	bool unhashed;
 	/*
-	 * Writers and stats retire memory through the flavor's call_rcu and
-	 * read it under its read lock, so they must run on threads the
-	 * flavor counts (conntab.h, "Threads"): debug builds check it.
+	 * Writers, stats and destroy retire memory through the flavor's
+	 * call_rcu and read it under its read lock, which protect only a
+	 * thread the flavor counts: the front end makes sure the calling
+	 * thread is counted for the call's duration (rcu-reg.h).
 	 */
 	bool registered_writers;
 	/*
@@ -191,26 +197,6 @@ extern const struct conntab_ops ct_chained_ops;
 extern const struct conntab_ops ct_split_ops;
 extern const struct conntab_ops ct_trie_ops;
 extern const struct conntab_ops ct_exthash_ops;
-
-/*
- * A writer of a backend that retires memory through call_rcu and reads it
- * under the flavor's read lock (exthash, trie) must run on a thread the
- * flavor counts: debug builds (--enable-debug) check what the flavor can
- * tell. Under QSBR, read_ongoing() is true exactly on an online registered
- * thread (read_lock is a no-op there); under the other flavors it is true
- * inside any read_lock, so they pass: memb cannot tell an unregistered
- * thread, and bp registers threads itself.
- */
-#ifdef CT_DEBUG
-void ct_writer_check_debug(const struct conntab *t, const char *what);
-# define ct_writer_check(t, what)					\
-	do {								\
-		if ((t)->ops->registered_writers)			\
-			ct_writer_check_debug((t), (what));		\
-	} while (0)
-#else
-# define ct_writer_check(t, what)	do { } while (0)
-#endif
 
 /* Does @n belong to @t? (a hint outside the lock; recheck under it) */
 static inline bool ct_node_owned(const struct conntab_node *n,
