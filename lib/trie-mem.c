@@ -155,7 +155,7 @@ static void ct_t_free_batch(struct rcu_head *rh)
 	free(b);
 }
 
-/* Hand the retired nodes to call_rcu (a registered writer thread). */
+/* Hand the retired nodes to call_rcu (on a thread the flavor counts). */
 static void ct_t_flush(struct ct_trie *tr)
 {
 	struct rcu_head *rh, *next;
@@ -219,7 +219,7 @@ void ct_t_scan_begin(struct ct_trie *tr)
 
 /*
  * What waited goes to call_rcu with a later retirement by a writer
- * (writers run in registered threads; conntab_stats() need not).
+ * (whose thread the front end has counted by the flavor: rcu-reg.h).
  */
 void ct_t_scan_end(struct ct_trie *tr)
 {
