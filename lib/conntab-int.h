@@ -22,14 +22,15 @@
 #include "rcu.h"
 
 struct conntab_ops;
+struct ct_reg_family;
 
 /*
  * Thread-local state of the library (a writer's counter shard, the
  * eviction sampler's random state): initial-exec, so that reading it is
  * one %fs-relative load instead of a __tls_get_addr() call (11
- * instructions, twice per trie remove). 12 bytes in all: glibc keeps a
- * static TLS surplus for dlopen()ed libraries (hundreds of bytes) that
- * holds them.
+ * instructions, twice per trie remove). 36 bytes in all (rcu-reg.h's
+ * cache is 24 of them): glibc keeps a static TLS surplus for dlopen()ed
+ * libraries (hundreds of bytes) that holds them.
  */
 #define CT_TLS	__thread __attribute__((tls_model("initial-exec")))
 
@@ -44,9 +45,10 @@ typedef size_t (*ct_batch_fn)(struct conntab *t,
  * Read-mostly fields share the first line, with the read paths of the
  * table's hash, so that conntab_lookup() costs one load and one call
  * before the backend's code; the AES round keys (read by every AES hash)
- * follow, and in the rest of their last line the key that seals scan
- * cursors (lib/cursor.c). The max_entries counter, written by every
- * insert when a cap is set, has a line of its own.
+ * follow, and in the rest of their last line and the next the key that
+ * seals scan cursors (lib/cursor.c) and the flavor's family (read-only,
+ * by every exthash and trie writer: rcu-reg.h). The max_entries counter,
+ * written by every insert when a cap is set, has a line of its own.
  */
 struct conntab {
 	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
@@ -60,6 +62,8 @@ struct conntab {
 
 	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
 	struct ct_secret cursor_key;	/* random, not derived from secret */
+	/* How to tell whether a thread is counted by flavor; NULL: no need. */
+	const struct ct_reg_family *reg;
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 };
@@ -127,9 +131,10 @@ struct conntab_ops {
 	 */
 	bool unhashed;
 	/*
-	 * Writers and stats retire memory through the flavor's call_rcu and
-	 * read it under its read lock, so they must run on threads the
-	 * flavor counts (conntab.h, "Threads"): debug builds check it.
+	 * Writers, stats and destroy retire memory through the flavor's
+	 * call_rcu and read it under its read lock, which protect only a
+	 * thread the flavor counts: the front end makes sure the calling
+	 * thread is counted for the call's duration (rcu-reg.h).
 	 */
 	bool registered_writers;
 	/*
@@ -210,33 +215,14 @@ extern const struct conntab_ops ct_trie_ops;
 extern const struct conntab_ops ct_exthash_ops;
 
 /*
- * A writer of a backend that retires memory through call_rcu and reads it
- * under the flavor's read lock (exthash, trie) must run on a thread the
- * flavor counts: debug builds (--enable-debug) check what the flavor can
- * tell. Under QSBR, read_ongoing() is true exactly on an online registered
- * thread (read_lock is a no-op there); under the other flavors it is true
- * inside any read_lock, so they pass: memb cannot tell an unregistered
- * thread, and bp registers threads itself.
- */
-#ifdef CT_DEBUG
-void ct_writer_check_debug(const struct conntab *t, const char *what);
-# define ct_writer_check(t, what)					\
-	do {								\
-		if ((t)->ops->registered_writers)			\
-			ct_writer_check_debug((t), (what));		\
-	} while (0)
-#else
-# define ct_writer_check(t, what)	do { } while (0)
-#endif
-
-/*
  * An eviction's claim on its victim (CONNTAB_TRIE, lib/trie-evict.c):
  * while the newcomer is being inserted the victim stays linked, and its
  * ct_owner holds the table's address with bit 0 set (tables come from
  * aligned allocations, so the bit is free). The mark is set under the
  * lock that owns the victim's place, so a writer that checks it under
  * that lock either unlinked the node before the claim or sees the claim
- * and leaves the node alone; only the eviction ends it (release stores). Whoever meets a claimed node waits (ct_node_wait_evict())
+ * and leaves the node alone; only the eviction ends it (release stores).
+ * Whoever meets a claimed node waits (ct_node_wait_evict())
  * instead of answering -ENOENT: the eviction ends within its newcomer's
  * insert, with the victim unlinked (owner NULL) or left as it was
  * (owner @t again).

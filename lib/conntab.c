@@ -21,6 +21,7 @@
 #include "cursor.h"
 #include "key.h"
 #include "probes.h"
+#include "rcu-reg.h"
 #include "wipe.h"
 
 static const struct conntab_ops *const ct_backends[] = {
@@ -123,24 +124,6 @@ static int ct_hash_resolve(const struct conntab_ops *ops,
 	return -EINVAL;
 }
 
-#ifdef CT_DEBUG
-void ct_writer_check_debug(const struct conntab *t, const char *what)
-{
-	int ok;
-
-	t->flavor->read_lock();
-	ok = t->flavor->read_ongoing();
-	t->flavor->read_unlock();
-	if (ok)
-		return;
-	fprintf(stderr, "conntab: %s of a %s table from a thread the RCU "
-		"flavor does not count (unregistered, or offline under QSBR); "
-		"see conntab.h, \"Threads\"\n", what,
-		conntab_backend_name(t->backend));
-	abort();
-}
-#endif
-
 /* A fresh 128-bit secret from the kernel's CSPRNG. */
 static int ct_random_secret(uint8_t buf[16])
 {
@@ -215,6 +198,8 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
+	if (ops->registered_writers)
+		tmpl.reg = ct_reg_identify(tmpl.flavor);
 	t = ops->create(&tmpl, cfg);
 	err = errno;	/* create's, for a NULL t */
 	ct_wipe(&tmpl, sizeof(tmpl));
@@ -232,6 +217,9 @@ CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg)
 CONNTAB_API void conntab_destroy(struct conntab *t,
 				 void (*release)(struct conntab_node *n))
 {
+	const struct rcu_flavor_struct *f;
+	int held;
+
 	if (!t)
 		return;
 	/*
@@ -241,7 +229,11 @@ CONNTAB_API void conntab_destroy(struct conntab *t,
 	ct_wipe(&t->secret, sizeof(t->secret));
 	ct_wipe(&t->aes, sizeof(t->aes));
 	ct_wipe(&t->cursor_key, sizeof(t->cursor_key));
+	/* The trie hands its last retired nodes to call_rcu here. */
+	f = t->flavor;
+	held = ct_writer_enter(t, "conntab_destroy()");
 	t->ops->destroy(t, release);
+	ct_writer_exit(f, held);
 }
 
 /* Claim @n for @t; false if it is linked (or being linked) somewhere. */
@@ -254,20 +246,20 @@ static bool ct_node_claim(struct conntab_node *n, struct conntab *t)
 }
 
 /*
- * The insert calls: check, hash, claim @n, copy the key, then the
- * backend's @op (insert, or insert_evict with @rank).
+ * The insert calls, on a thread the flavor counts: hash, claim @n, copy
+ * the key, then the backend's @op (insert, or insert_evict with @rank).
+ * Inlined into the fast path and the cold one alike: as a call of its
+ * own it cost the fast path more than the check that chooses.
  */
-static int ct_insert(struct conntab *t, struct conntab_node *n,
-		     const struct conntab_key *key,
-		     struct conntab_node **recycled, ct_rank_fn rank,
-		     void *rank_arg, struct conntab_node **evicted)
+static inline __attribute__((always_inline)) int
+ct_insert_counted(struct conntab *t, struct conntab_node *n,
+		  const struct conntab_key *key,
+		  struct conntab_node **recycled, ct_rank_fn rank,
+		  void *rank_arg, struct conntab_node **evicted)
 {
 	uint32_t h = 0;
 	int err;
 
-	if (!t || !n || !key || !ct_key_valid(key))
-		return -EINVAL;
-	ct_writer_check(t, "an insert");
 	/*
 	 * Start the misses of the bucket (the trie: its root slot) and of
 	 * the node before the claim: the claim's compare-and-swap on the
@@ -295,6 +287,40 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 	if (err)
 		ct_node_release(n);
 	return err;
+}
+
+/*
+ * The calls below on a thread that ct_writer_counted() could not clear:
+ * counted for the call's duration (rcu-reg.h). Out of line, so that the
+ * fast path keeps its tail calls.
+ */
+static __attribute__((noinline, cold)) int
+ct_insert_uncounted(struct conntab *t, struct conntab_node *n,
+		    const struct conntab_key *key,
+		    struct conntab_node **recycled, ct_rank_fn rank,
+		    void *rank_arg, struct conntab_node **evicted)
+{
+	int held, err;
+
+	held = ct_writer_enter(t, "an insert");
+	err = ct_insert_counted(t, n, key, recycled, rank, rank_arg, evicted);
+	ct_writer_exit(t->flavor, held);
+	return err;
+}
+
+/* The insert calls: check, then the above on a counted thread. */
+static int ct_insert(struct conntab *t, struct conntab_node *n,
+		     const struct conntab_key *key,
+		     struct conntab_node **recycled, ct_rank_fn rank,
+		     void *rank_arg, struct conntab_node **evicted)
+{
+	if (!t || !n || !key || !ct_key_valid(key))
+		return -EINVAL;
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return ct_insert_counted(t, n, key, recycled, rank, rank_arg,
+					 evicted);
+	return ct_insert_uncounted(t, n, key, recycled, rank, rank_arg,
+				   evicted);
 }
 
 CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
@@ -351,15 +377,27 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 	return t->lookup_batch(t, keys, out, n);
 }
 
+static __attribute__((noinline, cold)) int
+ct_remove_uncounted(struct conntab *t, struct conntab_node *n)
+{
+	int held, err;
+
+	held = ct_writer_enter(t, "conntab_remove()");
+	err = t->ops->remove(t, n);
+	ct_writer_exit(t->flavor, held);
+	return err;
+}
+
 CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 {
 	if (!t || !n)
 		return -EINVAL;
-	ct_writer_check(t, "conntab_remove()");
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	ct_delay(CT_DP_FE_LOCK_OWNER);
-	return t->ops->remove(t, n);
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return t->ops->remove(t, n);
+	return ct_remove_uncounted(t, n);
 }
 
 /*
@@ -370,17 +408,12 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
  * look again, and whatever holds the key now is the one to remove. Each
  * retry follows another writer's success, so the loop ends.
  */
-CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
-						   const struct conntab_key *key)
+static struct conntab_node *ct_remove_key_counted(struct conntab *t,
+						  const struct conntab_key *key)
 {
 	struct conntab_node *n;
 	int err;
 
-	if (!t || !key || !ct_key_valid(key)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	ct_writer_check(t, "conntab_remove_key()");
 	t->flavor->read_lock();
 	do {
 		n = t->lookup(t, key);
@@ -394,17 +427,33 @@ CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
 	return n;
 }
 
-CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
-				 struct conntab_node *tw)
+CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
+						   const struct conntab_key *key)
+{
+	struct conntab_node *n;
+	int held, err;
+
+	if (!t || !key || !ct_key_valid(key)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return ct_remove_key_counted(t, key);
+	held = ct_writer_enter(t, "conntab_remove_key()");
+	n = ct_remove_key_counted(t, key);
+	err = errno;
+	ct_writer_exit(t->flavor, held);
+	errno = err;
+	return n;
+}
+
+/* conntab_timewait() on a thread the flavor counts. */
+static inline __attribute__((always_inline)) int
+ct_timewait_counted(struct conntab *t, struct conntab_node *est,
+		    struct conntab_node *tw)
 {
 	int err;
 
-	if (!t || !est || !tw)
-		return -EINVAL;
-	ct_writer_check(t, "conntab_timewait()");
-	if (!ct_node_owned(est, t))
-		return -ENOENT;
-	ct_delay(CT_DP_FE_LOCK_OWNER);
 	if (tw != est) {
 		if (!ct_node_claim(tw, t))
 			return -EBUSY;
@@ -421,6 +470,30 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 	if (err && tw != est)
 		ct_node_release(tw);
 	return err;
+}
+
+static __attribute__((noinline, cold)) int
+ct_timewait_uncounted(struct conntab *t, struct conntab_node *est,
+		      struct conntab_node *tw)
+{
+	int held, err;
+
+	held = ct_writer_enter(t, "conntab_timewait()");
+	err = ct_timewait_counted(t, est, tw);
+	ct_writer_exit(t->flavor, held);
+	return err;
+}
+
+CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
+				 struct conntab_node *tw)
+{
+	if (!t || !est || !tw)
+		return -EINVAL;
+	if (!ct_node_owned(est, t))
+		return -ENOENT;
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return ct_timewait_counted(t, est, tw);
+	return ct_timewait_uncounted(t, est, tw);
 }
 
 CONNTAB_API int conntab_walk(struct conntab *t,
@@ -494,13 +567,16 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 
 CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 {
+	int held;
+
 	if (!st)
 		return;
 	memset(st, 0, sizeof(*st));
 	if (!t)
 		return;
-	ct_writer_check(t, "conntab_stats()");
+	held = ct_writer_enter(t, "conntab_stats()");
 	t->ops->stats(t, st);
+	ct_writer_exit(t->flavor, held);
 	/*
 	 * The backends sum counters kept per part (stripe, segment) with no
 	 * common snapshot, so a node that moves between parts while they

@@ -11,6 +11,7 @@ lib_libconntab_la_SOURCES = \
 	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h lib/wipe.h \
 	lib/evict.c lib/evict.h \
 	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
+	lib/rcu-reg.c lib/rcu-reg.h \
 	lib/probes.h lib/delay.c lib/delay.h \
 	lib/heads.c lib/heads.h \
 	lib/chained.c \

@@ -154,7 +154,7 @@ static void ct_t_free_batch(struct rcu_head *rh)
 	free(b);
 }
 
-/* Hand the retired nodes to call_rcu (a registered writer thread). */
+/* Hand the retired nodes to call_rcu (on a thread the flavor counts). */
 static void ct_t_flush(struct ct_trie *tr)
 {
 	struct rcu_head *rh, *next;

@@ -3,9 +3,10 @@
  * CONNTAB_TRIE writers: insert (and recycle), remove, timewait.
  *
  * Each runs under the RCU read lock of the table's flavor, which is what
- * lets it descend without locks (writer threads are registered with the
- * flavor, as its call_rcu requires), and then locks and validates what it
- * changes (lib/trie-path.h). A writer holds at most the owner(s) of one
+ * lets it descend without locks (on a thread the flavor counts, as that
+ * lock and its call_rcu require: the front end sees to it for the call,
+ * lib/rcu-reg.h), and then locks and validates what it changes
+ * (lib/trie-path.h). A writer holds at most the owner(s) of one
  * node's place, that node's lock, and, while it rebuilds the node, the
  * locks of the nodes it absorbs; it never waits for a grace period.
  */

@@ -68,9 +68,10 @@
  * Concurrency. Readers (RCU read lock held) load each child word once
  * (ct_w_load: consume, pairing with the release store that published it)
  * and never write. Writers run under the RCU read lock of the table's
- * flavor too (their threads are registered, as the flavor's call_rcu
- * requires): they descend without locks, lock what they change and
- * validate it (lib/trie-path.h: owners, order, dead nodes). A node's
+ * flavor too (on threads the flavor counts, registered by the front end
+ * for the call if the application did not: lib/rcu-reg.h): they descend
+ * without locks, lock what they change and validate it
+ * (lib/trie-path.h: owners, order, dead nodes). A node's
  * window never changes once published; a sparse node gains entries in
  * place (value and kid written before the count that publishes them),
  * loses them as tombstones (kid 0), and is copied when it must grow,

@@ -21,8 +21,10 @@
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
 #                     nodes, readers of assured keys while it evicts,
 #                     evictions racing each other and removes
+#   test-flavor-memb, test-flavor-mb, test-flavor-signal,
 #   test-flavor-qsbr, test-flavor-bp
-#                     the same library under the qsbr and bp flavors
+#                     the same library under each liburcu flavor; writers
+#                     on threads the flavor does not count
 #
 # Every program runs its tests in its own process: a forked child would
 # lose the RCU state of the parent (registered threads, call_rcu worker).
@@ -40,6 +42,9 @@ T_PROGS = \
 	tests/test-race \
 	tests/test-scan \
 	tests/test-evict \
+	tests/test-flavor-memb \
+	tests/test-flavor-mb \
+	tests/test-flavor-signal \
 	tests/test-flavor-qsbr \
 	tests/test-flavor-bp
 check_PROGRAMS += $(T_PROGS)
@@ -93,8 +98,26 @@ tests_test_evict_SOURCES = tests/test-evict.c $(T_THREADS)
 tests_test_evict_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_evict_LDADD = $(T_MEMB_LDADD)
 
-# The same library under the other flavors: one source, built per flavor,
+# The same library under every flavor: one source, built per flavor,
 # linking that flavor's library only.
+tests_test_flavor_memb_SOURCES = tests/test-flavor.c $(T_COMMON)
+tests_test_flavor_memb_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_CFLAGS) \
+	-DT_FLAVOR_MEMB
+tests_test_flavor_memb_LDADD = lib/libconntab.la $(URCU_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
+
+tests_test_flavor_mb_SOURCES = tests/test-flavor.c $(T_COMMON)
+tests_test_flavor_mb_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_MB_CFLAGS) \
+	-DT_FLAVOR_MB
+tests_test_flavor_mb_LDADD = lib/libconntab.la $(URCU_MB_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
+
+tests_test_flavor_signal_SOURCES = tests/test-flavor.c $(T_COMMON)
+tests_test_flavor_signal_CPPFLAGS = $(T_CHECK_CPPFLAGS) \
+	$(URCU_SIGNAL_CFLAGS) -DT_FLAVOR_SIGNAL
+tests_test_flavor_signal_LDADD = lib/libconntab.la $(URCU_SIGNAL_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
+
 tests_test_flavor_qsbr_SOURCES = tests/test-flavor.c $(T_COMMON)
 tests_test_flavor_qsbr_CPPFLAGS = $(T_CHECK_CPPFLAGS) $(URCU_QSBR_CFLAGS) \
 	-DT_FLAVOR_QSBR

@@ -1,18 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * One libconntab.so serves every liburcu flavor: this program is built
- * twice, against <urcu-qsbr.h> (T_FLAVOR_QSBR) and <urcu-bp.h>
- * (T_FLAVOR_BP), and links that flavor's library only. It checks that the
- * conntab_create() macro hands the library the included flavor, that
- * readers of that flavor (with quiescent states for QSBR) see consistent
- * nodes while the main thread changes the table and frees nodes through
- * the flavor's call_rcu, that an explicit cfg.flavor is the one the
- * library calls, and which threads may write: chained and split writers
- * from a thread the flavor does not count, and, in a build with the
- * library's debug checks (--enable-debug), an exthash or trie writer from
- * an offline QSBR thread stopped with a message.
+ * once per flavor, against <urcu.h> (T_FLAVOR_MEMB, the default flavor;
+ * with RCU_MB, T_FLAVOR_MB; with RCU_SIGNAL, T_FLAVOR_SIGNAL),
+ * <urcu-qsbr.h> (T_FLAVOR_QSBR) and <urcu-bp.h> (T_FLAVOR_BP), and links
+ * that flavor's library only. It checks that the conntab_create() macro
+ * hands the library the included flavor, that readers of that flavor
+ * (with quiescent states for QSBR) see consistent nodes while the main
+ * thread changes the table and frees nodes through the flavor's
+ * call_rcu, that an explicit cfg.flavor is the one the library calls,
+ * and which threads may write: every backend's writers from threads the
+ * flavor does not count (unregistered; registered but offline, under
+ * QSBR), also while a registered thread makes the table retire memory
+ * (run under ASan by the sanitizer build), and, in a build with the
+ * library's debug checks, that a writer inside a read-side critical
+ * section of an unregistered thread stops with a message.
  */
-#if defined(T_FLAVOR_QSBR)
+#if defined(T_FLAVOR_MEMB)
+# include <urcu.h>
+# define FLAVOR			"memb"
+#elif defined(T_FLAVOR_MB)
+# define RCU_MB			/* <urcu.h>'s way to choose mb */
+# include <urcu.h>
+# define FLAVOR			"mb"
+#elif defined(T_FLAVOR_SIGNAL)
+# define RCU_SIGNAL
+# include <urcu.h>
+# define FLAVOR			"signal"
+#elif defined(T_FLAVOR_QSBR)
 # include <urcu-qsbr.h>
 # define FLAVOR			"qsbr"
 # define t_quiescent()		rcu_quiescent_state()
@@ -21,11 +36,13 @@
 #elif defined(T_FLAVOR_BP)
 # include <urcu-bp.h>
 # define FLAVOR			"bp"
+#else
+# error "build with -DT_FLAVOR_MEMB, _MB, _SIGNAL, _QSBR or _BP"
+#endif
+#ifndef t_quiescent
 # define t_quiescent()		do { } while (0)
 # define t_offline()		do { } while (0)
 # define t_online()		do { } while (0)
-#else
-# error "build with -DT_FLAVOR_QSBR or -DT_FLAVOR_BP"
 #endif
 
 #include <errno.h>
@@ -37,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -321,6 +339,17 @@ static int write_all(struct conntab *t, struct tconn *c, uint32_t n)
 	return bad;
 }
 
+/*
+ * The library leaves a thread it registered for a call as it found it:
+ * registering it again here would trip liburcu's assertion against a
+ * double registration (or corrupt its registry) if it did not.
+ */
+static void t_check_unregistered(void)
+{
+	rcu_register_thread();
+	rcu_unregister_thread();
+}
+
 struct offline_writer {
 	struct conntab *t;
 	struct tconn *c;
@@ -333,25 +362,37 @@ static void *unregistered_writer(void *arg)
 	struct offline_writer *w = arg;
 
 	w->bad = write_all(w->t, w->c, 500);
+	t_check_unregistered();
 	return NULL;
 }
 
+/* Keys 0..499 of @t as write_all() leaves them. */
+static void check_written(struct conntab *t, struct tconn *c)
+{
+	struct conntab_key k;
+	uint32_t i;
+
+	rcu_read_lock();
+	for (i = 0; i < 500; i++) {
+		t_key(&k, i);
+		ck_assert_ptr_eq(conntab_lookup(t, &k),
+				 i % 2 ? &c[i].node : NULL);
+	}
+	rcu_read_unlock();
+}
+
 /*
- * Chained and split writers need no registration: a thread the flavor
- * never heard of writes while this (registered) one checks the result.
- * Exthash and trie writers do (conntab.h, "Threads"); a debug build of
- * the library stops one on an offline QSBR thread: a child process
- * tries, and must die of SIGABRT.
+ * Every backend's writers work from a thread the flavor does not count
+ * (conntab.h, "Threads"): one that never registered writes while this
+ * (registered) one waits, then checks the result. Under QSBR, this
+ * thread does it again offline, and is offline still after each call.
  */
 START_TEST(writer_threads)
 {
 	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct offline_writer w = { 0 };
-	struct conntab_key k;
 	pthread_t th;
 	uint32_t i;
-	pid_t pid;
-	int status;
 
 	w.c = calloc(500, sizeof(*w.c));
 	ck_assert_ptr_nonnull(w.c);
@@ -359,43 +400,404 @@ START_TEST(writer_threads)
 		conntab_node_init(&w.c[i].node);
 	w.t = conntab_create(&cfg);
 	ck_assert_ptr_nonnull(w.t);
-	if (B == CONNTAB_CHAINED || B == CONNTAB_SPLIT) {
-		ck_assert_int_eq(pthread_create(&th, NULL, unregistered_writer,
-						&w), 0);
-		pthread_join(th, NULL);
-		ck_assert_int_eq(w.bad, 0);
-		t_quiescent();
-		rcu_read_lock();
-		for (i = 0; i < 500; i++) {
-			t_key(&k, i);
-			ck_assert_ptr_eq(conntab_lookup(w.t, &k),
-					 i % 2 ? &w.c[i].node : NULL);
-		}
-		rcu_read_unlock();
-	}
-#if defined(CT_DEBUG) && defined(T_FLAVOR_QSBR)
-	if (B == CONNTAB_EXTHASH || B == CONNTAB_TRIE) {
-		fflush(NULL);
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (!pid) {
-			/* Offline: what the debug check must catch. */
-			rcu_thread_offline();
-			write_all(w.t, w.c, 500);
-			_exit(0);
-		}
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFSIGNALED(status) &&
-			      WTERMSIG(status) == SIGABRT,
-			      "%s writer on an offline thread: status %#x", BN,
-			      status);
-	}
-#else
-	(void)pid;
-	(void)status;
-#endif
+	t_offline();
+	ck_assert_int_eq(pthread_create(&th, NULL, unregistered_writer, &w),
+			 0);
+	pthread_join(th, NULL);
+	t_online();
+	ck_assert_int_eq(w.bad, 0);
+	check_written(w.t, w.c);
 	conntab_destroy(w.t, NULL);
+#ifdef T_FLAVOR_QSBR
+	for (i = 0; i < 500; i++)
+		conntab_node_init(&w.c[i].node);
+	w.t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(w.t);
+	rcu_thread_offline();
+	w.bad = write_all(w.t, w.c, 500);
+	ck_assert_int_eq(rcu_read_ongoing(), 0);	/* still offline */
+	rcu_thread_online();
+	ck_assert_int_eq(w.bad, 0);
+	check_written(w.t, w.c);
+	conntab_destroy(w.t, NULL);
+#endif
 	free(w.c);
+}
+END_TEST
+
+/*
+ * Writers on threads the flavor does not count, on a table that a
+ * registered thread churns: it grows from nothing to up to CH_KEYS and
+ * back, for CH_MS milliseconds and at least CH_ROUNDS times (the time
+ * bound keeps ASan's slower build from taking minutes, the round bound
+ * keeps a busy machine from testing nothing). Exthash splits and merges
+ * segments and swaps directories, the trie copies and retires nodes, all
+ * through call_rcu, while the other writers descend the table under a
+ * read lock that protects them only because the library counts them for
+ * each call. Under ASan (the sanitizer build) a writer that stood on
+ * freed memory fails the run; every call must also return what it
+ * returns on a registered thread.
+ */
+#define CH_KEYS		8000	/* the churning thread's keys: 0.. */
+#define CH_ROUNDS	2
+#define CH_MS		400
+#define UW_KEYS		1024	/* each other writer's, after those */
+#define UW_WRITERS	2
+
+struct uw {
+	struct conntab *t;
+	uint32_t base;
+	int offline;	/* QSBR: registered, offline (else unregistered) */
+	unsigned long rounds, bad;
+};
+
+static int churn_done;
+
+static long never_rank(struct conntab_node *n, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return -1;
+}
+
+/*
+ * Every writer call once per key of base..base+UW_KEYS-1: insert (or
+ * insert_evict, which is an insert without a cap), time-wait in place
+ * or into a second node, recycle, stats, remove. Returns the failures.
+ */
+static unsigned long uw_round(struct conntab *t, struct tconn *a,
+			      struct tconn *b, uint32_t base)
+{
+	struct conntab_node *rec, *ev;
+	struct conntab_stats st;
+	struct conntab_key k;
+	unsigned long bad = 0;
+	uint32_t i;
+
+	for (i = 0; i < UW_KEYS; i++) {
+		conntab_node_init(&a[i].node);
+		conntab_node_init(&b[i].node);
+		t_key(&k, base + i);
+		if (i % 8 == 0)
+			bad += conntab_insert_evict(t, &a[i].node, &k,
+						    never_rank, NULL, &ev) ||
+			       ev;
+		else
+			bad += conntab_insert(t, &a[i].node, &k) != 0;
+		switch (i % 4) {
+		case 1:
+			bad += conntab_timewait(t, &a[i].node,
+						&a[i].node) != 0;
+			break;
+		case 2:
+			bad += conntab_timewait(t, &a[i].node,
+						&b[i].node) != 0;
+			break;
+		case 3:
+			bad += conntab_timewait(t, &a[i].node,
+						&a[i].node) != 0;
+			bad += conntab_insert_recycle(t, &b[i].node, &k,
+						      &rec) != 0 ||
+			       rec != &a[i].node;
+			break;
+		}
+	}
+	conntab_stats(t, &st);
+	for (i = 0; i < UW_KEYS; i++)
+		bad += conntab_remove(t, i % 4 >= 2 ? &b[i].node :
+						      &a[i].node) != 0;
+	return bad;
+}
+
+static void *uw_main(void *arg)
+{
+	struct uw *w = arg;
+	struct tconn *a = calloc(UW_KEYS, sizeof(*a));
+	struct tconn *b = calloc(UW_KEYS, sizeof(*b));
+
+	if (!a || !b)
+		abort();
+#ifdef T_FLAVOR_QSBR
+	if (w->offline) {
+		rcu_register_thread();
+		rcu_thread_offline();
+	}
+#endif
+	do {
+		w->bad += uw_round(w->t, a, b, w->base);
+#ifdef T_FLAVOR_QSBR
+		if (w->offline && rcu_read_ongoing())
+			w->bad++;	/* the library left it online */
+#endif
+		/*
+		 * Other writers' descents may still stand on the nodes (the
+		 * trie's are lock-free): a grace period before reuse.
+		 */
+		synchronize_rcu();
+		w->rounds++;
+		/* Leave the churning thread a core: it sets the pace. */
+		usleep(1000);
+	} while (!__atomic_load_n(&churn_done, __ATOMIC_ACQUIRE) ||
+		 w->rounds < 2);
+	if (w->offline) {
+		t_online();
+		rcu_unregister_thread();
+	} else {
+		t_check_unregistered();
+	}
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static long t_ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000 +
+	       (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void free_cb(struct rcu_head *rh)
+{
+	t_conn_free_now(caa_container_of(rh, struct tconn, rh));
+}
+
+START_TEST(unregistered_churn)
+{
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct tconn **c = calloc(CH_KEYS, sizeof(*c));
+	struct uw w[UW_WRITERS];
+	pthread_t th[UW_WRITERS];
+	struct conntab_resize_stats rs;
+	struct conntab_key k;
+	struct timespec t0;
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	uint32_t i, n, r, j;
+
+	ck_assert_ptr_nonnull(c);
+	memset(w, 0, sizeof(w));
+	table = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(table);
+	__atomic_store_n(&churn_done, 0, __ATOMIC_RELAXED);
+	for (j = 0; j < UW_WRITERS; j++) {
+		w[j].t = table;
+		w[j].base = CH_KEYS + j * UW_KEYS;
+#ifdef T_FLAVOR_QSBR
+		w[j].offline = j == 1;
+#endif
+		ck_assert_int_eq(pthread_create(&th[j], NULL, uw_main, &w[j]),
+				 0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (r = 0; r < CH_ROUNDS || t_ms_since(&t0) < CH_MS; r++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		n = CH_KEYS / 2 + (uint32_t)(rng % (CH_KEYS / 2));
+		for (i = 0; i < n; i++) {
+			c[i] = t_conn_new(i);
+			t_key(&k, i);
+			ck_assert_int_eq(conntab_insert(table, &c[i]->node,
+							&k), 0);
+			if (i % 256 == 0)
+				t_quiescent();
+		}
+		for (i = 0; i < n; i++) {
+			ck_assert_int_eq(conntab_remove(table, &c[i]->node),
+					 0);
+			call_rcu(&c[i]->rh, free_cb);
+			if (i % 256 == 0)
+				t_quiescent();
+		}
+	}
+	__atomic_store_n(&churn_done, 1, __ATOMIC_RELEASE);
+	/* Their grace periods wait for no one here. */
+	t_offline();
+	for (j = 0; j < UW_WRITERS; j++)
+		pthread_join(th[j], NULL);
+	t_online();
+	conntab_resize_stats(table, &rs);
+	printf("%s/%s: %lu + %lu rounds of writers on uncounted threads "
+	       "beside %u rounds of churn (%zu splits, %zu merges)\n",
+	       FLAVOR, BN, w[0].rounds, w[1].rounds, r, rs.splits,
+	       rs.merges);
+	for (j = 0; j < UW_WRITERS; j++)
+		ck_assert_uint_eq(w[j].bad, 0);
+	conntab_destroy(table, NULL);
+	t_offline();
+	rcu_barrier();
+	t_online();
+	free(c);
+}
+END_TEST
+
+/*
+ * Counted for the whole call: inside an eviction's rank callback, which
+ * the exthash and trie backends call under the flavor's read lock, a
+ * grace period that another thread starts must wait for the calling
+ * thread, even though the application never registered it. The first
+ * rank call starts one and looks 50 ms later (a grace period with no
+ * reader takes microseconds). The thread also creates and destroys its
+ * table (the trie's destroy hands its last nodes to call_rcu).
+ */
+#define EV_CAP		64
+
+struct probe {
+	enum conntab_backend b;
+	int armed, started, gp_done, gp_blocked;
+	pthread_t th;
+	unsigned long bad, evicted;
+};
+
+static void *gp_main(void *arg)
+{
+	struct probe *p = arg;
+
+	synchronize_rcu();
+	__atomic_store_n(&p->gp_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static long probe_rank(struct conntab_node *n, void *arg)
+{
+	struct probe *p = arg;
+
+	if (p->armed) {
+		p->armed = 0;
+		if (pthread_create(&p->th, NULL, gp_main, p))
+			abort();
+		p->started = 1;
+		usleep(50000);
+		p->gp_blocked = !__atomic_load_n(&p->gp_done,
+						 __ATOMIC_ACQUIRE);
+	}
+	return t_conn_of(n)->rank;
+}
+
+static void *evict_main(void *arg)
+{
+	struct probe *p = arg;
+	struct conntab_config cfg = { .backend = p->b, .hash = t_hash,
+				       .max_entries = EV_CAP };
+	struct tconn *c = calloc(2 * EV_CAP, sizeof(*c));
+	struct conntab_node *ev;
+	struct conntab_stats st;
+	struct conntab_key k;
+	struct conntab *t;
+	uint32_t i;
+
+	t = conntab_create(&cfg);
+	if (!c || !t)
+		abort();
+	for (i = 0; i < 2 * EV_CAP; i++) {
+		conntab_node_init(&c[i].node);
+		c[i].rank = i;
+		t_key(&k, i);
+		p->armed = i == EV_CAP;		/* the first eviction */
+		p->bad += conntab_insert_evict(t, &c[i].node, &k, probe_rank,
+					       p, &ev) != 0;
+		p->bad += (i < EV_CAP) != !ev;
+		p->evicted += ev != NULL;
+		if (p->started) {
+			pthread_join(p->th, NULL);
+			p->started = 0;
+		}
+	}
+	conntab_stats(t, &st);
+	p->bad += st.entries != EV_CAP;
+	conntab_destroy(t, NULL);
+	synchronize_rcu();	/* readers: none; the rule all the same */
+	free(c);
+	t_check_unregistered();
+	return NULL;
+}
+
+START_TEST(unregistered_evict)
+{
+	struct probe p = { .b = B };
+	pthread_t th;
+
+	t_offline();
+	ck_assert_int_eq(pthread_create(&th, NULL, evict_main, &p), 0);
+	pthread_join(th, NULL);
+	t_online();
+	ck_assert_uint_eq(p.bad, 0);
+	ck_assert_uint_eq(p.evicted, EV_CAP);
+	/* Chained and split take no read lock: nothing to count. */
+	if (B == CONNTAB_EXTHASH || B == CONNTAB_TRIE)
+		ck_assert_msg(p.gp_blocked, "%s: a grace period ended while "
+			      "an eviction of an unregistered thread ranked "
+			      "under the read lock", BN);
+}
+END_TEST
+
+#if defined(CT_DEBUG) && !defined(T_FLAVOR_QSBR) && !defined(T_FLAVOR_BP)
+static void *locked_writer(void *arg)
+{
+	struct tconn c;
+	struct conntab_key k;
+
+	memset(&c, 0, sizeof(c));
+	conntab_node_init(&c.node);
+	t_key(&k, 1);
+	rcu_read_lock();	/* unregistered: the readers' rule broken */
+	conntab_insert(arg, &c.node, &k);
+	rcu_read_unlock();
+	return NULL;
+}
+#endif
+
+/*
+ * The one case the library cannot make safe: a writer inside a read-side
+ * critical section of a thread that never registered (liburcu refuses to
+ * register a thread there, and that thread's reads were never protected).
+ * A debug build stops it with a message: a child process tries, and must
+ * die of SIGABRT. QSBR's read lock is a no-op (the thread is registered
+ * for the call) and bp's registers the thread: nothing to stop there.
+ */
+START_TEST(reader_rule_abort)
+{
+#if defined(CT_DEBUG) && !defined(T_FLAVOR_QSBR) && !defined(T_FLAVOR_BP)
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct conntab *t;
+	char msg[512];
+	size_t len = 0;
+	ssize_t got;
+	pthread_t th;
+	int fd[2], status;
+	pid_t pid;
+
+	if (B != CONNTAB_EXTHASH && B != CONNTAB_TRIE)
+		return;
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(pipe(fd), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(fd[1], 2);
+		if (!pthread_create(&th, NULL, locked_writer, t))
+			pthread_join(th, NULL);
+		_exit(0);
+	}
+	close(fd[1]);
+	while (len < sizeof(msg) - 1 &&
+	       (got = read(fd[0], msg + len, sizeof(msg) - 1 - len)) > 0)
+		len += (size_t)got;
+	msg[len] = 0;
+	close(fd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+		      "%s writer in a read-side section of an unregistered "
+		      "thread: status %#x", BN, status);
+	/* The message names the rule. */
+	ck_assert_msg(strstr(msg, "must be registered"), "%s: message \"%s\"",
+		      BN, msg);
+	conntab_destroy(t, NULL);
+#endif
 }
 END_TEST
 
@@ -403,13 +805,14 @@ int main(void)
 {
 	const TTest *const per_backend[] = {
 		create_macro, readers_and_call_rcu, explicit_flavor,
-		writer_threads,
+		writer_threads, unregistered_churn, unregistered_evict,
+		reader_rule_abort,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 4, 60);
+	t_add_backend_cases(s, per_backend, 7, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;

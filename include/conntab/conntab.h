@@ -17,13 +17,24 @@
  * so that conntab_create() picks up that flavor. minimal.c is a complete
  * program; doc/design.md (the main page) states the concurrency rules.
  *
- * Threads: lookups, walks and scans run in threads registered with the
- * flavor, under its read lock. Writers (the insert calls, remove,
- * timewait) and conntab_stats() of CONNTAB_EXTHASH and CONNTAB_TRIE free
- * library memory through the flavor's call_rcu(), which liburcu requires
- * of registered threads (online, for QSBR): call them from registered
- * threads. Those of CONNTAB_CHAINED and CONNTAB_SPLIT allocate and free
- * nothing and work from any thread.
+ * Threads: readers (lookups, walks, scans) run under the flavor's read
+ * lock, in threads registered with the flavor (online, for QSBR), as
+ * liburcu requires. Writers (the insert calls, remove, timewait),
+ * conntab_stats() and conntab_destroy() may be called from any thread,
+ * registered with the flavor or not (online or offline, for QSBR): where
+ * the backend needs it (CONNTAB_EXTHASH and CONNTAB_TRIE, which read
+ * under the flavor's read lock and free through its call_rcu()), the
+ * library registers the thread, or brings it online, for the call's
+ * duration, which costs an unregistered thread's call a registration and
+ * an unregistration (liburcu's registry mutex, twice): register the
+ * threads that write often. Two exceptions. A thread that holds the read
+ * lock is a reader and must be registered: a writer called there from an
+ * unregistered thread is not protected, and debug builds (--enable-debug)
+ * abort. And with a flavor the library cannot identify (liburcu linked
+ * statically, or a struct rcu_flavor_struct whose register_thread is not
+ * liburcu's), call the writers, conntab_stats() and conntab_destroy() of
+ * CONNTAB_EXTHASH and CONNTAB_TRIE from registered threads (online, for
+ * QSBR).
  */
 
 /**

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Writers on threads the flavor does not count: identifying the flavor,
+ * and the slow path that registers the thread for one call (rcu-reg.h
+ * says why).
+ */
+#define _GNU_SOURCE	/* dladdr(), RTLD_DEFAULT */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rcu-reg.h"
+
+CT_TLS struct ct_reg_cache ct_reg_cache;
+
+/*
+ * liburcu's flavors whose registration a thread can read. bp is not
+ * here: its read lock registers the thread, so there is nothing to do.
+ */
+static const struct ct_reg_family ct_reg_families[] = {
+	{ "urcu_memb_flavor", "urcu_memb_register_thread",
+	  "urcu_memb_reader", CT_REG_COMMON },
+	{ "urcu_mb_flavor", "urcu_mb_register_thread",
+	  "urcu_mb_reader", CT_REG_COMMON },
+	{ "urcu_signal_flavor", "urcu_signal_register_thread",
+	  "urcu_signal_reader", CT_REG_COMMON },
+	{ "urcu_qsbr_flavor", "urcu_qsbr_register_thread",
+	  "urcu_qsbr_reader", CT_REG_QSBR },
+};
+
+#define CT_NFAMILIES	(sizeof(ct_reg_families) / sizeof(ct_reg_families[0]))
+
+/* The name of the exported symbol that starts exactly at @addr, or NULL. */
+static const char *ct_reg_symbol_at(const void *addr)
+{
+	Dl_info info;
+
+	if (!addr || !dladdr(addr, &info) || info.dli_saddr != addr)
+		return NULL;
+	return info.dli_sname;
+}
+
+/*
+ * Two ways to recognise a family: @f is its flavor struct (the one
+ * rcu_flavor names, or the executable's copy of it), or a struct of the
+ * application's whose register_thread is the family's (a copy of
+ * rcu_flavor with some calls wrapped). Either name must also be what the
+ * name resolves to from here, so that the reader state found through it
+ * below belongs to the library that @f's functions work on (several
+ * copies of liburcu in one process: the first in lookup order wins, for
+ * them as for us).
+ */
+const struct ct_reg_family *ct_reg_identify(const struct rcu_flavor_struct *f)
+{
+	const void *reg = (const void *)f->register_thread;
+	const char *fname = ct_reg_symbol_at(f);
+	const char *rname = ct_reg_symbol_at(reg);
+	const struct ct_reg_family *fam;
+	size_t i;
+
+	for (i = 0; i < CT_NFAMILIES; i++) {
+		fam = &ct_reg_families[i];
+		if (!(fname && !strcmp(fname, fam->flavor) &&
+		      dlsym(RTLD_DEFAULT, fam->flavor) == (const void *)f) &&
+		    !(rname && !strcmp(rname, fam->register_thread) &&
+		      dlsym(RTLD_DEFAULT, fam->register_thread) == reg))
+			continue;
+		/* Its reader state must be there too (a TLS symbol). */
+		return dlsym(RTLD_DEFAULT, fam->reader) ? fam : NULL;
+	}
+	return NULL;
+}
+
+#ifdef CT_DEBUG
+/*
+ * A flavor that could not be identified: check what its read_ongoing()
+ * tells. Under QSBR it is true exactly on an online registered thread
+ * (read_lock is a no-op there); under the other flavors it is true
+ * inside any read_lock, so they pass: memb cannot tell an unregistered
+ * thread, and bp registers threads itself.
+ */
+void ct_writer_check_debug(const struct conntab *t, const char *what)
+{
+	int ok;
+
+	t->flavor->read_lock();
+	ok = t->flavor->read_ongoing();
+	t->flavor->read_unlock();
+	if (ok)
+		return;
+	fprintf(stderr, "conntab: %s (%s table) on a thread that the RCU "
+		"flavor does not count (unregistered, or offline under QSBR), "
+		"with a flavor the library cannot identify (liburcu linked "
+		"statically, or the application's own functions): such a "
+		"thread must be registered; see conntab.h, \"Threads\"\n",
+		what, conntab_backend_name(t->backend));
+	abort();
+}
+#endif
+
+/*
+ * Where ct_writer_counted() said no (the first write of a thread to a
+ * table of this family, or a thread the application did not register),
+ * and for the calls off the fast path (stats, destroy), which come here
+ * directly.
+ */
+int ct_writer_enter(const struct conntab *t, const char *what)
+{
+	const struct ct_reg_family *fam = t->reg;
+	const struct rcu_flavor_struct *f = t->flavor;
+	struct ct_reg_cache *c = &ct_reg_cache;
+	const struct urcu_qsbr_reader *q;
+	const struct urcu_reader *r;
+	const void *reader;
+
+	if (!t->ops->registered_writers)
+		return CT_REG_NONE;	/* chained, split: nothing to protect */
+	if (!fam) {
+#ifdef CT_DEBUG
+		ct_writer_check_debug(t, what);
+#endif
+		return CT_REG_NONE;
+	}
+	if (c->family != fam) {
+		/*
+		 * dlsym() of a TLS symbol gives the calling thread's copy;
+		 * ct_reg_identify() found the symbol, so it is there.
+		 */
+		reader = dlsym(RTLD_DEFAULT, fam->reader);
+		if (!reader)
+			return CT_REG_NONE;
+		c->family = fam;
+		c->reader = reader;
+		c->kind = fam->kind;
+	}
+	if (fam->kind == CT_REG_QSBR) {
+		q = c->reader;
+		if (q->ctr)
+			return CT_REG_NONE;	/* online */
+		if (q->registered) {
+			f->thread_online();
+			return CT_REG_ONLINE;
+		}
+		f->register_thread();	/* registers it online */
+		return CT_REG_REGISTERED;
+	}
+	r = c->reader;
+	if (r->registered)
+		return CT_REG_NONE;
+	/*
+	 * Inside a read-side critical section of an unregistered thread:
+	 * liburcu refuses to register a thread there (it asserts), and the
+	 * caller's own reads were never protected. That breaks the readers'
+	 * rule, not the writers': nothing here can repair it.
+	 */
+	if (f->read_ongoing()) {
+#ifdef CT_DEBUG
+		fprintf(stderr, "conntab: %s (%s table) inside an RCU "
+			"read-side critical section of a thread that is not "
+			"registered with the flavor: a thread that takes the "
+			"read lock must be registered; see conntab.h, "
+			"\"Threads\"\n", what,
+			conntab_backend_name(t->backend));
+		abort();
+#endif
+		return CT_REG_NONE;
+	}
+	f->register_thread();
+	return CT_REG_REGISTERED;
+}
+
+void ct_writer_exit(const struct rcu_flavor_struct *f, int held)
+{
+	if (held == CT_REG_NONE)
+		return;
+	if (held == CT_REG_ONLINE)
+		f->thread_offline();
+	else
+		f->unregister_thread();
+}
