@@ -338,9 +338,12 @@ for b in $backends; do
 	get_reset "$p3" >/dev/null || fail "python3 client"
 	wait_json /conns "map(select(.remote == \"127.0.0.1:$p3\"))[0].state
 		== \"TIME_WAIT\""
+	# At least one more: the test's own curl polls come from ephemeral
+	# ports, and one that lands on a port of an earlier connection
+	# still in TIME_WAIT recycles that entry too (seen under load).
 	rec0=$(stat recycled)
 	get_reset "$p3" >/dev/null || fail "python3 client, same port"
-	wait_json /stats ".recycled == $((rec0 + 1))"
+	wait_json /stats ".recycled >= $((rec0 + 1))"
 	stop
 	[ "$(total timewait)" -gt 20 ] || fail "TIME_WAIT entries lost"
 
