@@ -307,7 +307,8 @@ START_TEST(remove_key_vs_flips)
 			back++;
 		else		/* the flipper's recycle put it back first */
 			t_conn_free_now(c);
-		if (removes >= 20000 && fl.flips >= 20000)
+		if (removes >= 20000 &&
+		    __atomic_load_n(&fl.flips, __ATOMIC_RELAXED) >= 20000)
 			break;
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
