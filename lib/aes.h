@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 
 #include "conntab/conntab.h"
+#include "wipe.h"
 
 /* AES-128: the key and ten round keys, FIPS-197 byte order. */
 struct ct_aes_key {
@@ -96,14 +97,8 @@ static inline void ct_aes_expand(struct ct_aes_key *ak, const uint8_t key[16])
 		w[i + 2] = w[i - 16 + 2] ^ t[2];
 		w[i + 3] = w[i - 16 + 3] ^ t[3];
 	}
-	/*
-	 * t holds round-key bytes: clear it like the library's other key
-	 * copies (lib/wipe.h; that header needs config.h, which the tests
-	 * and the benchmark that include this one have not), the asm
-	 * keeping the stores.
-	 */
-	__builtin_memset(t, 0, sizeof(t));
-	__asm__ __volatile__("" : : "r"(t) : "memory");
+	/* t holds round-key bytes: clear it like every other key copy. */
+	ct_wipe(t, sizeof(t));
 }
 
 /* Does this CPU run the AES paths? (detected once, then cached) */

@@ -8,7 +8,10 @@
  * memory that is never read again is a dead store the compiler may drop;
  * explicit_bzero() is not. Without it in the C library, an empty asm
  * that takes the pointer and clobbers memory keeps the memset (what
- * glibc's own explicit_bzero does).
+ * glibc's own explicit_bzero does). A unit compiled without config.h
+ * (the fuzz harness compiles the library sources straight, and tests
+ * and the benchmark include lib/aes.h)
+ * gets that fallback.
  */
 #ifndef CT_WIPE_H
 #define CT_WIPE_H
@@ -16,7 +19,9 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "config.h"	/* HAVE_EXPLICIT_BZERO */
+#ifdef HAVE_CONFIG_H
+# include "config.h"	/* HAVE_EXPLICIT_BZERO */
+#endif
 
 static inline void ct_wipe(void *p, size_t n)
 {
