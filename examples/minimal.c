@@ -6,9 +6,9 @@
  * Build against an installed library:
  *   cc minimal.c $(pkg-config --cflags --libs conntab liburcu) -o minimal
  *
- * The order of the includes matters: the urcu header of the flavor the
- * application uses comes first, so that conntab_create() hands that flavor
- * to the library (libconntab itself links no flavor).
+ * conntab_create() hands the library the flavor of the urcu header
+ * included before the call (libconntab itself links no flavor); without
+ * one, the call does not compile.
  */
 #include <urcu.h>
 #include <conntab/conntab.h>
