@@ -402,7 +402,7 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 		 * Pairs with the release stores of xh_move_all(): if the pass
 		 * missed a node because it moved, succ[] (set before) shows.
 		 */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		ct_rcu_deref_fence();
 		next = ct_rcu_deref(s->succ[xh_bit(h, s->depth)]);
 		if (next) {
 			s = next;
@@ -1153,7 +1153,7 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 		for (i = 0; i < XH_HEADS; i++)
 			foreign |= !ct_walk_sel_chain(sel, &s->head[i],
 						      xh_marker_id(s, i));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as xh_find */
+		ct_rcu_deref_fence();	/* as xh_find */
 		next = ct_rcu_deref(s->succ[xh_bit(r, s->depth)]);
 		if (next) {
 			s = next;
