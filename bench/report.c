@@ -592,6 +592,47 @@ static void plot_xtics_n(FILE *g)
 	fprintf(g, ")\n");
 }
 
+/*
+ * The x range of @panel. Where all its points share one x (one N, one
+ * exponent), autoscaling leaves gnuplot an empty range, which it widens
+ * itself with a warning on stderr ("empty x range"): give that x a range
+ * around it instead (a factor of 2 either side on the log N axis).
+ */
+static void plot_xrange(FILE *g, int panel, const struct bench_impl **im,
+			size_t ni, size_t n)
+{
+	double x, lo = 0, hi = 0;
+	bool any = false;
+	size_t i, j;
+	int b;
+
+	for (j = 0; j < nres; j++) {
+		for (i = 0; i < ni; i++)
+			for (b = 0; b < 2; b++) {
+				if (!plot_point(&res[j], panel, im[i]->name,
+						b, n, &x))
+					continue;
+				lo = any && lo < x ? lo : x;
+				hi = any && hi > x ? hi : x;
+				any = true;
+			}
+		/* The lookup panel also draws the floor, at its own N. */
+		if (panel == PL_LOOKUP && !strcmp(res[j].workload, "floor") &&
+		    !strcmp(res[j].impl, "dependent")) {
+			x = (double)res[j].n;
+			lo = any && lo < x ? lo : x;
+			hi = any && hi > x ? hi : x;
+			any = true;
+		}
+	}
+	if (!any || lo < hi)
+		fprintf(g, "set autoscale x\n");
+	else if (panel == PL_LOOKUP)
+		fprintf(g, "set xrange [%g:%g]\n", lo / 2, hi * 2);
+	else
+		fprintf(g, "set xrange [%g:%g]\n", lo - 0.5, hi + 0.5);
+}
+
 int b_report_plot(const char *file)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];
@@ -650,6 +691,7 @@ int b_report_plot(const char *file)
 				   "set xlabel 'Zipf exponent s'\n",
 				   pl_prefix[p], n);
 		}
+		plot_xrange(g, p, im, ni, n);
 		fprintf(g, "plot ");
 		first = true;
 		for (i = 0; i < ni; i++)

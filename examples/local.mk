@@ -5,7 +5,7 @@
 # `pkg-config --cflags --libs conntab liburcu` (what README promises).
 
 noinst_PROGRAMS += examples/minimal
-examples_minimal_SOURCES = examples/minimal.c
+examples_minimal_SOURCES = examples/minimal.c examples/args.h
 examples_minimal_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_minimal_LDADD = lib/libconntab.la $(URCU_LIBS)
 TESTS += examples/minimal
@@ -14,17 +14,17 @@ TESTS += examples/minimal
 # sources to start from), their sources installed with the docs like
 # minimal.c, and driven by real clients in `make check`.
 noinst_PROGRAMS += examples/udp-flowd
-examples_udp_flowd_SOURCES = examples/udp-flowd.c
+examples_udp_flowd_SOURCES = examples/udp-flowd.c examples/args.h
 examples_udp_flowd_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_udp_flowd_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
 # The test client needs no conntab: plain sockets, as a user's would be.
 noinst_PROGRAMS += examples/udp-client
-examples_udp_client_SOURCES = examples/udp-client.c
+examples_udp_client_SOURCES = examples/udp-client.c examples/args.h
 
 noinst_PROGRAMS += examples/tcp-conntrack
-examples_tcp_conntrack_SOURCES = examples/tcp-conntrack.c
+examples_tcp_conntrack_SOURCES = examples/tcp-conntrack.c examples/args.h
 examples_tcp_conntrack_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_tcp_conntrack_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
@@ -34,15 +34,24 @@ examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
 EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
 
+# The command lines (examples/args.h): --help, every kind of bad option,
+# and a port of their own unless --reuseport. No client needed.
+TESTS += examples/test-args.sh
+EXTRA_DIST += examples/test-args.sh
+
+# args.h, the option parsing they share, goes beside them: each builds
+# from its one command line in that directory.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
-	examples/tcp-conntrack.c
+	examples/tcp-conntrack.c examples/args.h
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
 # sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
 # example source is built as examples/NAME-installed; minimal runs, the
 # servers go through their own tests (the scripts take the binary to drive
-# from the environment), with one backend: make check covers them all.
+# from the environment), with one backend: make check covers them all;
+# test-args.sh checks all three command lines (with the build tree's
+# udp-client, which is not installed).
 INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack
 installcheck_ld = $(DESTDIR)$(libdir)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 installcheck_env = EXAMPLES_ONE_BACKEND=1 LD_LIBRARY_PATH="$(installcheck_ld)"
@@ -62,6 +71,10 @@ installcheck-examples:
 			"$(DESTDIR)$(examplesdir)/$$ex.c" $$flags || exit 1; \
 	done
 	$(AM_V_at)$(installcheck_env) ./examples/minimal-installed
+	$(AM_V_at)$(installcheck_env) MINIMAL=examples/minimal-installed \
+		UDP_FLOWD=examples/udp-flowd-installed \
+		TCP_CONNTRACK=examples/tcp-conntrack-installed \
+		$(SHELL) $(srcdir)/examples/test-args.sh
 	$(AM_V_at)$(installcheck_env) UDP_FLOWD=examples/udp-flowd-installed \
 		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
 	$(AM_V_at)$(installcheck_env) \

@@ -3,12 +3,16 @@
  * The smallest complete use of conntab: one thread, one connection, its
  * whole life from insert through TIME_WAIT to removal.
  *
- * Build against an installed library:
+ *   minimal [--backend NAME]
+ *   minimal --list-backends
+ *
+ * Build against an installed library, beside args.h (the examples'
+ * option parsing):
  *   cc minimal.c $(pkg-config --cflags --libs conntab liburcu) -o minimal
  *
- * The order of the includes matters: the urcu header of the flavor the
- * application uses comes first, so that conntab_create() hands that flavor
- * to the library (libconntab itself links no flavor).
+ * conntab_create() hands the library the flavor of the urcu header
+ * included before the call (libconntab itself links no flavor); without
+ * one, the call does not compile.
  */
 #include <urcu.h>
 #include <conntab/conntab.h>
@@ -17,6 +21,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define ARGS_PROG "minimal"
+#include "args.h"
 
 /* An application's connection object: conntab links it through @node. */
 struct conn {
@@ -69,8 +76,23 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-int main(void)
+static const char usage[] =
+	"usage: minimal [--backend NAME]\n"
+	"       minimal --list-backends\n"
+	"One connection's whole life in a conntab table: insert, lookup,\n"
+	"TIME_WAIT, remove.\n"
+	"  --backend NAME    the table's backend (default chained)\n"
+	"  --list-backends   the backends of this library, one a line\n"
+	"  --help            this text\n";
+
+int main(int argc, char **argv)
 {
+	static const struct option lopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "list-backends", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct conntab_config cfg = {
 		.backend = CONNTAB_CHAINED,
 		.expected = 1024,	/* sizing hint, not a limit */
@@ -81,7 +103,20 @@ int main(void)
 	struct conn *c;
 	struct tw *tw;
 	char text[80];
-	int err;
+	int err, o;
+
+	while ((o = args_next(argc, argv, lopts)) != -1) {
+		switch (o) {
+		case 'b':
+			cfg.backend = args_backend("--backend", optarg);
+			break;
+		case 'l':
+			args_list_backends();
+		case 'h':
+			args_help(usage);
+		}
+	}
+	args_end(argc, argv);
 
 	/* Every thread that reads under RCU registers with its flavor. */
 	rcu_register_thread();

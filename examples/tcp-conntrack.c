@@ -4,7 +4,8 @@
  *
  * Every accepted connection is registered in one table shared by all
  * threads, keyed by its 4-tuple (getsockname/getpeername). Each thread
- * runs its own epoll loop on its own SO_REUSEPORT listener. A closed
+ * runs its own epoll loop; all wait on the server's listening socket
+ * (EPOLLEXCLUSIVE: a new connection wakes one of them). A closed
  * connection leaves a small TIME_WAIT entry behind, which a reaper thread
  * removes once --time-wait has passed, scanning a slice of the table at a
  * time (conntab_scan()). At --max-conns a new connection evicts one
@@ -17,15 +18,23 @@
  *   GET /stats  the table's stats and the server's counters as JSON
  *
  *   tcp-conntrack --port N [--backend NAME] [--threads N] [--bind ADDR]
- *                 [--time-wait MS] [--max-conns N] [--scan-budget N]
+ *                 [--reuseport] [--time-wait MS] [--max-conns N]
+ *                 [--scan-budget N]
  *   tcp-conntrack --list-backends
+ *   tcp-conntrack --help
  *
  * Defaults: --time-wait 60000, no --max-conns, --scan-budget 1024 entries
  * per reaper call. --port 0 picks a free port; the first line on stdout
  * names it. SIGINT or SIGTERM stops the server, which then prints its
- * totals.
+ * totals. A bad option is a one-line error and exit status 2 (args.h).
  *
- * Build against an installed library:
+ * The port is the server's own: a second server on it fails to start.
+ * --reuseport gives each loop a listener of its own with SO_REUSEPORT
+ * instead, which the kernel spreads new connections over, and lets other
+ * servers started with --reuseport share the port, each with its own
+ * table and its own /conns.
+ *
+ * Build against an installed library, beside args.h:
  *   cc tcp-conntrack.c $(pkg-config --cflags --libs conntab liburcu) \
  *      -o tcp-conntrack
  */
@@ -35,9 +44,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
+#include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,6 +57,9 @@
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#define ARGS_PROG "tcp-conntrack"
+#include "args.h"
 
 #define MS		((uint64_t)1000000)	/* a millisecond in ns */
 /* Eviction ranks: any TIME_WAIT entry before any established one. */
@@ -111,7 +122,7 @@ struct tw {
  */
 struct loop {
 	pthread_t tid;
-	int lfd;		/* this loop's SO_REUSEPORT listener */
+	int lfd;		/* the listener (a dup), or its own */
 	int wake_fd;		/* eventfd: connections were evicted */
 	struct conn *evicted;	/* stack of them, linked by next_evicted */
 };
@@ -133,11 +144,12 @@ static struct {
 	const char *bind;
 	int port;
 	int threads;
+	int reuseport;		/* a listener per loop, the port shared */
 	enum conntab_backend backend;
 	uint64_t tw_ns;
 	size_t max_conns;
 	size_t scan_budget;	/* entries per conntab_scan() call */
-} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED, 60000 * MS, 0, 1024 };
+} opt = { "127.0.0.1", -1, 2, 0, CONNTAB_CHAINED, 60000 * MS, 0, 1024 };
 
 static struct conntab *table;
 static int stop_fd;		/* eventfd: readable once we are stopping */
@@ -564,15 +576,17 @@ static int conn_input(struct conn *c)
 
 static void *loop_run(void *arg)
 {
-	struct epoll_event ev[64], e = { .events = EPOLLIN };
+	struct epoll_event ev[64], e = { .events = EPOLLIN | EPOLLEXCLUSIVE };
 	struct loop *l = arg;
 	int ep, i, n, fd;
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		return NULL;
+	/* A connection on the listener the loops share wakes one loop. */
 	e.data.ptr = &listen_tag;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l->lfd, &e);
+	e.events = EPOLLIN;
 	e.data.ptr = &l->wake_fd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, l->wake_fd, &e);
 	e.data.ptr = NULL;	/* stop_fd */
@@ -710,50 +724,65 @@ static void release(struct conntab_node *n)
 	}
 }
 
-/* Listeners share one port; the first picks it if --port 0. */
-static int open_listener(struct loop *l, struct sockaddr_storage *addr)
+/*
+ * The loops' listeners on one port (the first picks it for --port 0). By
+ * default one socket, without SO_REUSEPORT, that every loop shares (a dup
+ * each, for its own close): the kernel then refuses the port if another
+ * server listens on it, and the port to anyone else while we do.
+ * SO_REUSEADDR only lets a restart bind over the TIME_WAIT connections
+ * of the last run. With --reuseport, a listener per loop, each with
+ * SO_REUSEPORT.
+ */
+static int open_listeners(struct loop *l, struct sockaddr_storage *addr)
 {
 	socklen_t len = addr->ss_family == AF_INET ?
 		sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	int one = 1;
+	int i, one = 1;
 
-	l->lfd = socket(addr->ss_family,
-			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->lfd < 0 ||
-	    setsockopt(l->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(l->lfd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    bind(l->lfd, (struct sockaddr *)addr, len) ||
-	    getsockname(l->lfd, (struct sockaddr *)addr, &len) ||
-	    listen(l->lfd, 1024))
-		return -1;
+	for (i = 0; i < opt.threads; i++) {
+		if (i && !opt.reuseport) {
+			l[i].lfd = fcntl(l[0].lfd, F_DUPFD_CLOEXEC, 0);
+			if (l[i].lfd < 0)
+				return -1;
+			continue;
+		}
+		l[i].lfd = socket(addr->ss_family,
+				  SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				  0);
+		if (l[i].lfd < 0 ||
+		    setsockopt(l[i].lfd, SOL_SOCKET, SO_REUSEADDR, &one,
+			       sizeof(one)) ||
+		    (opt.reuseport &&
+		     setsockopt(l[i].lfd, SOL_SOCKET, SO_REUSEPORT, &one,
+				sizeof(one))) ||
+		    bind(l[i].lfd, (struct sockaddr *)addr, len) ||
+		    getsockname(l[i].lfd, (struct sockaddr *)addr, &len) ||
+		    listen(l[i].lfd, 1024))
+			return -1;
+	}
 	return 0;
 }
 
-/* --bind and --port as a socket address; numeric only, no DNS. */
-static int parse_addr(struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = {
-		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
-	}, *ai;
-	char port[8];
+static const char usage[] =
+	"usage: tcp-conntrack --port N [options]\n"
+	"       tcp-conntrack --list-backends\n"
+	"An epoll HTTP server that tracks its TCP connections in a conntab\n"
+	"table: GET / (your key), /conns (JSON), /stats (JSON).\n"
+	"  --port N            TCP port, 0-65535 (0: a free one, printed)\n"
+	"  --bind ADDR         numeric IPv4 or IPv6 address (127.0.0.1)\n"
+	"  --backend NAME      the table's backend (chained)\n"
+	"  --threads N         epoll loops, 1-256 (2)\n"
+	"  --reuseport         a listener per loop (SO_REUSEPORT); other\n"
+	"                      servers with --reuseport may share the port\n"
+	"  --time-wait MS      TIME_WAIT to removal, 1-604800000 (60000)\n"
+	"  --max-conns N       table cap, 0-16777216 (0: none); evicts\n"
+	"  --scan-budget N     entries per reaper call, 1-1048576 (1024)\n"
+	"  --list-backends     the backends of this library, one a line\n"
+	"  --help              this text\n"
+	"SIGINT or SIGTERM stops.\n";
 
-	snprintf(port, sizeof(port), "%d", opt.port);
-	if (getaddrinfo(opt.bind, port, &hints, &ai))
-		return -1;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
-	return 0;
-}
-
-static void usage(void)
-{
-	fprintf(stderr, "usage: tcp-conntrack --port N [--backend NAME] "
-		"[--threads N] [--bind ADDR]\n"
-		"                     [--time-wait MS] [--max-conns N] "
-		"[--scan-budget N]\n"
-		"       tcp-conntrack --list-backends\n");
-	exit(2);
-}
+/* A week, in ms: any longer is surely a typo. */
+#define MAX_MS		604800000ull
 
 static void parse_options(int argc, char **argv)
 {
@@ -762,47 +791,53 @@ static void parse_options(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "bind", required_argument, NULL, 'a' },
+		{ "reuseport", no_argument, NULL, 'r' },
 		{ "time-wait", required_argument, NULL, 'w' },
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "scan-budget", required_argument, NULL, 's' },
 		{ "list-backends", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, b;
+	int c;
 
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = args_next(argc, argv, lopts)) != -1) {
 		switch (c) {
-		case 'p': opt.port = atoi(optarg); break;
-		case 't': opt.threads = atoi(optarg); break;
+		case 'p':
+			opt.port = (int)args_num("--port", optarg, 0, 65535,
+						 "a port");
+			break;
+		case 't':
+			opt.threads = (int)args_num("--threads", optarg, 1,
+						    256, "a thread count");
+			break;
 		case 'a': opt.bind = optarg; break;
-		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
-		case 'm': opt.max_conns = strtoull(optarg, NULL, 10); break;
-		case 's': opt.scan_budget = strtoull(optarg, NULL, 10); break;
+		case 'r': opt.reuseport = 1; break;
+		case 'w':
+			opt.tw_ns = args_num("--time-wait", optarg, 1, MAX_MS,
+					     "a time in ms") * MS;
+			break;
+		case 'm':
+			opt.max_conns = args_num("--max-conns", optarg, 0,
+						 1 << 24,
+						 "a connection count");
+			break;
+		case 's':
+			opt.scan_budget = args_num("--scan-budget", optarg, 1,
+						   1 << 20, "an entry count");
+			break;
 		case 'b':
-			b = conntab_backend_from_name(optarg);
-			if (b < 0 || !conntab_backend_available(b)) {
-				fprintf(stderr,
-					"tcp-conntrack: no backend %s\n",
-					optarg);
-				exit(2);
-			}
-			opt.backend = (enum conntab_backend)b;
+			opt.backend = args_backend("--backend", optarg);
 			break;
 		case 'l':
-			/* What this build of the library has, one a line. */
-			for (b = CONNTAB_CHAINED;
-			     strcmp(conntab_backend_name(b), "unknown"); b++)
-				if (conntab_backend_available(b))
-					puts(conntab_backend_name(b));
-			exit(0);
-		default:
-			usage();
+			args_list_backends();
+		case 'h':
+			args_help(usage);
 		}
 	}
-	if (optind < argc || opt.port < 0 || opt.port > 65535 ||
-	    opt.threads < 1 || opt.threads > 256 || !opt.tw_ns ||
-	    !opt.scan_budget)
-		usage();
+	args_end(argc, argv);
+	if (opt.port < 0)
+		args_fail("--port", "missing (0 picks a free port)");
 }
 
 int main(int argc, char **argv)
@@ -816,10 +851,7 @@ int main(int argc, char **argv)
 	int i, sfd;
 
 	parse_options(argc, argv);
-	if (parse_addr(&addr)) {
-		fprintf(stderr, "tcp-conntrack: bad address %s\n", opt.bind);
-		return 2;
-	}
+	args_addr("--bind", opt.bind, (unsigned short)opt.port, &addr);
 
 	/*
 	 * Signals arrive on a signalfd read by main, never in a handler:
@@ -836,28 +868,49 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* The port first: no table for a server that cannot have it. */
+	l = calloc((size_t)opt.threads, sizeof(*l));
+	if (!l) {
+		perror("tcp-conntrack: calloc");
+		return 1;
+	}
+	if (open_listeners(l, &addr)) {
+		/* Not a usage error: the port is taken, or not ours to take. */
+		fprintf(stderr, "tcp-conntrack: port %d on %s: %s%s\n",
+			opt.port, opt.bind, strerror(errno),
+			errno != EADDRINUSE ? "" : opt.reuseport ?
+			" (and not shared: the server that has it did not "
+			"ask for --reuseport)" :
+			" (another server has it; --reuseport shares a port "
+			"between servers that all ask for it)");
+		free(l);
+		return 1;
+	}
+	for (i = 0; i < opt.threads; i++) {
+		l[i].wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (l[i].wake_fd < 0) {
+			perror("tcp-conntrack: eventfd");
+			free(l);
+			return 1;
+		}
+	}
+
 	rcu_register_thread();
 	cfg.backend = opt.backend;
 	cfg.expected = opt.max_conns ? opt.max_conns : 4096;
 	cfg.max_entries = opt.max_conns;
 	table = conntab_create(&cfg);
-	l = calloc((size_t)opt.threads, sizeof(*l));
-	if (!table || !l) {
+	if (!table) {
 		perror("tcp-conntrack: conntab_create");
+		free(l);
 		return 1;
-	}
-	for (i = 0; i < opt.threads; i++) {
-		l[i].wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (l[i].wake_fd < 0 || open_listener(&l[i], &addr)) {
-			perror("tcp-conntrack: listen");
-			return 1;
-		}
 	}
 	/* sin_port and sin6_port sit at the same offset. */
 	printf("tcp-conntrack: listening on %s port %d, backend %s, "
-	       "%d threads\n",
+	       "%d threads%s\n",
 	       opt.bind, ntohs(((struct sockaddr_in *)&addr)->sin_port),
-	       conntab_backend_name(opt.backend), opt.threads);
+	       conntab_backend_name(opt.backend), opt.threads,
+	       opt.reuseport ? ", SO_REUSEPORT" : "");
 	fflush(stdout);
 
 	for (i = 0; i < opt.threads; i++)

@@ -11,13 +11,14 @@
  *
  *   udp-client --port N [--host ADDR] [--sessions N] [--count N]
  *              [--window N] [--timeout S]
+ *   udp-client --help
  *
- * Prints one summary line; exits 0 if every reply was right.
+ * Prints one summary line; exits 0 if every reply was right, 1 if not, 2
+ * for a bad option (args.h: one line naming it).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,10 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The examples' option parsing; no conntab here: plain sockets. */
+#define ARGS_PROG "udp-client"
+#include "args.h"
 
 struct sess {
 	int fd;
@@ -90,15 +95,27 @@ static int distinct_ports(void)
 	return d;
 }
 
+static const char usage[] =
+	"usage: udp-client --port N [options]\n"
+	"Many UDP sessions against udp-flowd, each reply checked.\n"
+	"  --port N          the server's port, 1-65535\n"
+	"  --host ADDR       its numeric IPv4 or IPv6 address (127.0.0.1)\n"
+	"  --sessions N      sockets, each its own session, 1-60000 (2000)\n"
+	"  --count N         datagrams per session, 1-1000000 (5)\n"
+	"  --window N        datagrams in flight, 1-65536 (64)\n"
+	"  --timeout S       give up after, in seconds, 1-3600 (20)\n"
+	"  --help            this text\n";
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "host", required_argument, NULL, 'h' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "sessions", required_argument, NULL, 's' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *host = "127.0.0.1";
@@ -112,31 +129,37 @@ int main(int argc, char **argv)
 	unsigned long replies = 0;
 	time_t deadline;
 
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = args_next(argc, argv, lopts)) != -1) {
 		switch (c) {
-		case 'h': host = optarg; break;
-		case 'p': port = atoi(optarg); break;
-		case 's': nsess = atoi(optarg); break;
-		case 'c': count = atoi(optarg); break;
-		case 'w': window = atoi(optarg); break;
-		case 't': timeout = atoi(optarg); break;
-		default: goto usage;
+		case 'H': host = optarg; break;
+		case 'p':
+			port = (int)args_num("--port", optarg, 1, 65535,
+					     "a port");
+			break;
+		case 's':
+			nsess = (int)args_num("--sessions", optarg, 1, 60000,
+					      "a session count");
+			break;
+		case 'c':
+			count = (int)args_num("--count", optarg, 1, 1000000,
+					      "a datagram count");
+			break;
+		case 'w':
+			window = (int)args_num("--window", optarg, 1, 65536,
+					       "a datagram count");
+			break;
+		case 't':
+			timeout = (int)args_num("--timeout", optarg, 1, 3600,
+						"a time in seconds");
+			break;
+		case 'h':
+			args_help(usage);
 		}
 	}
-	if (port <= 0 || port > 65535 || nsess < 1 || count < 1 || window < 1)
-		goto usage;
-	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&srv)->sin_addr)) {
-		srv.ss_family = AF_INET;
-		slen = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, host,
-			     &((struct sockaddr_in6 *)&srv)->sin6_addr)) {
-		srv.ss_family = AF_INET6;
-		slen = sizeof(struct sockaddr_in6);
-	} else {
-		goto usage;
-	}
-	/* Same offset in sockaddr_in and sockaddr_in6. */
-	((struct sockaddr_in *)&srv)->sin_port = htons((unsigned short)port);
+	args_end(argc, argv);
+	if (port < 0)
+		args_fail("--port", "missing");
+	slen = args_addr("--host", host, (unsigned short)port, &srv);
 
 	/* One descriptor per session: lift the soft limit to the hard one. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
@@ -226,8 +249,4 @@ int main(int argc, char **argv)
 	free(ring);
 	free(sess);
 	return bad || done < nsess || ports != nsess;
-usage:
-	fprintf(stderr, "usage: udp-client --port N [--host ADDR] "
-		"[--sessions N] [--count N] [--window N] [--timeout S]\n");
-	return 2;
 }

@@ -3,9 +3,9 @@
  * udp-flowd: sessions over UDP, the way QUIC, DTLS and game servers split
  * one port into connections.
  *
- * Worker threads receive on SO_REUSEPORT sockets bound to one port. Each
- * datagram's 4-tuple is looked up, lock-free under RCU, in one table that
- * all workers share; an unknown tuple starts a session. A session counts
+ * Worker threads receive on the server's UDP socket. Each datagram's
+ * 4-tuple is looked up, lock-free under RCU, in one table that all
+ * workers share; an unknown tuple starts a session. A session counts
  * its datagrams and echoes each payload back behind its own sequence
  * number: "<seq> <payload>". A reaper thread moves idle sessions to
  * TIME_WAIT and removes them when that has run out, a slice of the table
@@ -15,17 +15,27 @@
  * has had --assure datagrams), as the kernel's conntrack drops early.
  *
  *   udp-flowd --port N [--backend NAME] [--threads N] [--bind ADDR]
- *             [--idle MS] [--time-wait MS] [--max-sessions N]
- *             [--assure N] [--scan-budget N]
+ *             [--reuseport] [--idle MS] [--time-wait MS]
+ *             [--max-sessions N] [--assure N] [--scan-budget N]
  *   udp-flowd --list-backends
+ *   udp-flowd --help
  *
  * Defaults: --idle 30000, --time-wait 5000, no --max-sessions, --assure 8
  * (0: no session is ever assured), --scan-budget 1024 sessions per reaper
  * call. --port 0 picks a free port; the first line on stdout names it.
  * SIGUSR1 prints the table's stats; SIGINT or SIGTERM stops the server,
- * which then prints its totals.
+ * which then prints its totals. A bad option is a one-line error and exit
+ * status 2 (args.h).
  *
- * Build against an installed library:
+ * The port is the server's own: all workers wait on one socket (epoll,
+ * EPOLLEXCLUSIVE: a datagram wakes one of them), and a port another
+ * program holds is an error. --reuseport gives each worker a socket of
+ * its own with SO_REUSEPORT instead, which the kernel spreads the tuples
+ * over, and lets other servers started with --reuseport share the port;
+ * each process then has its own table, and a session's datagrams may
+ * reach another process's table (that is what asking for it means).
+ *
+ * Build against an installed library, beside args.h:
  *   cc udp-flowd.c $(pkg-config --cflags --libs conntab liburcu) -o udp-flowd
  */
 #define _GNU_SOURCE		/* recvmmsg, sendmmsg */
@@ -34,19 +44,22 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
+#include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#define ARGS_PROG "udp-flowd"
+#include "args.h"
 
 #define MS		((uint64_t)1000000)	/* a millisecond in ns */
 #define BATCH		32	/* datagrams per recvmmsg and lookup batch */
@@ -56,12 +69,13 @@
 #define RANK_TIMEWAIT	(1L << 62)
 
 /*
- * A session. Any worker may receive for any tuple (the SO_REUSEPORT hash
- * usually keeps a tuple on one socket, but not while sockets come and go),
- * so the counters are updated with atomics: seq hands every datagram its
- * own number even when two workers serve one session at once. A worker's
- * eviction ranks sessions under the table's writer lock while others
- * count on them: it reads seq, last_ns and closed_ns with atomics too.
+ * A session. Any worker may receive for any tuple (they share one socket;
+ * with --reuseport the kernel's hash usually keeps a tuple on one, but not
+ * while sockets come and go), so the counters are updated with atomics:
+ * seq hands every datagram its own number even when two workers serve one
+ * session at once. A worker's eviction ranks sessions under the table's
+ * writer lock while others count on them: it reads seq, last_ns and
+ * closed_ns with atomics too.
  */
 struct session {
 	struct conntab_node node;
@@ -99,12 +113,13 @@ static struct {
 	const char *bind;
 	int port;
 	int threads;
+	int reuseport;		/* a socket per worker, the port shared */
 	enum conntab_backend backend;
 	uint64_t idle_ns, tw_ns;
 	size_t max_sessions;
 	uint64_t assure;	/* datagrams that make a session assured */
 	size_t scan_budget;	/* sessions per conntab_scan() call */
-} opt = { "127.0.0.1", -1, 2, CONNTAB_CHAINED,
+} opt = { "127.0.0.1", -1, 2, 0, CONNTAB_CHAINED,
 	  30000 * MS, 5000 * MS, 0, 8, 1024 };
 
 static struct conntab *table;
@@ -256,14 +271,27 @@ static void *worker_run(void *arg)
 	struct mmsghdr msg[BATCH];
 	struct iovec iov[BATCH];
 	uint64_t seq[BATCH], now;
-	struct pollfd pfd[2] = {
-		{ .fd = w->fd, .events = POLLIN },
-		{ .fd = stop_fd, .events = POLLIN },
-	};
-	int i, n, m;
+	/*
+	 * EPOLLEXCLUSIVE: a datagram on the socket the workers share wakes
+	 * one of them, not all. stop_fd wakes every worker.
+	 */
+	struct epoll_event ev[2], in = {
+		.events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = w->fd,
+	}, stop = { .events = EPOLLIN, .data.fd = stop_fd };
+	int i, n, m, ep;
 
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, w->fd, &in) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, stop_fd, &stop)) {
+		perror("udp-flowd: epoll");
+		exit(1);
+	}
 	rcu_register_thread();
-	while (poll(pfd, 2, -1) < 0 || !pfd[1].revents) {
+	for (;;) {
+		n = epoll_wait(ep, ev, 2, -1);
+		if (n > 0 && (ev[0].data.fd == stop_fd ||
+			      (n > 1 && ev[1].data.fd == stop_fd)))
+			break;
 		for (i = 0; i < BATCH; i++) {
 			iov[i] = (struct iovec){ w->in[i], MAX_PAYLOAD };
 			msg[i].msg_hdr = (struct msghdr){
@@ -319,6 +347,7 @@ static void *worker_run(void *arg)
 			sendmmsg(w->fd, msg, (unsigned int)m, MSG_DONTWAIT);
 	}
 	rcu_unregister_thread();
+	close(ep);
 	return NULL;
 }
 
@@ -432,49 +461,63 @@ static void session_release(struct conntab_node *n)
 	free(conntab_entry(n, struct session, node));
 }
 
-/* Bind worker sockets to one port; the first picks it if --port 0. */
-static int open_socket(struct worker *w, struct sockaddr_storage *addr)
+/*
+ * The workers' sockets on one port (the first picks it for --port 0). By
+ * default one socket, bound without SO_REUSEPORT, which every worker
+ * shares (a dup each, for its own close): the kernel then refuses the
+ * port if anyone has it, and anyone else the port while we have it. With
+ * --reuseport, a socket per worker, each with SO_REUSEPORT.
+ */
+static int open_sockets(struct worker *w, struct sockaddr_storage *addr)
 {
 	socklen_t len = addr->ss_family == AF_INET ?
 		sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	int one = 1;
+	int i, one = 1;
 
-	w->fd = socket(addr->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (w->fd < 0 ||
-	    setsockopt(w->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    bind(w->fd, (struct sockaddr *)addr, len) ||
-	    getsockname(w->fd, (struct sockaddr *)&w->local, &len))
-		return -1;
-	memcpy(addr, &w->local, len);	/* the port the rest bind to */
+	for (i = 0; i < opt.threads; i++) {
+		if (i && !opt.reuseport) {
+			w[i].fd = fcntl(w[0].fd, F_DUPFD_CLOEXEC, 0);
+			w[i].local = w[0].local;
+			if (w[i].fd < 0)
+				return -1;
+			continue;
+		}
+		w[i].fd = socket(addr->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (w[i].fd < 0 ||
+		    (opt.reuseport &&
+		     setsockopt(w[i].fd, SOL_SOCKET, SO_REUSEPORT, &one,
+				sizeof(one))) ||
+		    bind(w[i].fd, (struct sockaddr *)addr, len) ||
+		    getsockname(w[i].fd, (struct sockaddr *)&w[i].local, &len))
+			return -1;
+		memcpy(addr, &w[i].local, len);	/* the port the rest bind to */
+	}
 	return 0;
 }
 
-/* --bind and --port as a socket address; numeric only, no DNS. */
-static int parse_addr(struct sockaddr_storage *ss)
-{
-	struct addrinfo hints = {
-		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
-	}, *ai;
-	char port[8];
+static const char usage[] =
+	"usage: udp-flowd --port N [options]\n"
+	"       udp-flowd --list-backends\n"
+	"Sessions over UDP, tracked in a conntab table: each datagram is\n"
+	"echoed behind its session's sequence number.\n"
+	"  --port N            UDP port, 0-65535 (0: a free one, printed)\n"
+	"  --bind ADDR         numeric IPv4 or IPv6 address (127.0.0.1)\n"
+	"  --backend NAME      the table's backend (chained)\n"
+	"  --threads N         worker threads, 1-256 (2)\n"
+	"  --reuseport         a socket per worker (SO_REUSEPORT); other\n"
+	"                      servers with --reuseport may share the port\n"
+	"  --idle MS           idle time to TIME_WAIT, 1-604800000 (30000)\n"
+	"  --time-wait MS      TIME_WAIT to removal, 1-604800000 (5000)\n"
+	"  --max-sessions N    table cap, 0-16777216 (0: none); evicts\n"
+	"  --assure N          datagrams that protect a session from\n"
+	"                      eviction, 0-1000000 (8; 0: none do)\n"
+	"  --scan-budget N     sessions per reaper call, 1-1048576 (1024)\n"
+	"  --list-backends     the backends of this library, one a line\n"
+	"  --help              this text\n"
+	"SIGUSR1 prints the table's stats; SIGINT or SIGTERM stops.\n";
 
-	snprintf(port, sizeof(port), "%d", opt.port);
-	if (getaddrinfo(opt.bind, port, &hints, &ai))
-		return -1;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	freeaddrinfo(ai);
-	return 0;
-}
-
-static void usage(void)
-{
-	fprintf(stderr, "usage: udp-flowd --port N [--backend NAME] "
-		"[--threads N] [--bind ADDR]\n"
-		"                 [--idle MS] [--time-wait MS] "
-		"[--max-sessions N]\n"
-		"                 [--assure N] [--scan-budget N]\n"
-		"       udp-flowd --list-backends\n");
-	exit(2);
-}
+/* A week, in ms: any longer is surely a typo. */
+#define MAX_MS		604800000ull
 
 static void parse_options(int argc, char **argv)
 {
@@ -483,50 +526,63 @@ static void parse_options(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "bind", required_argument, NULL, 'a' },
+		{ "reuseport", no_argument, NULL, 'r' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "time-wait", required_argument, NULL, 'w' },
 		{ "max-sessions", required_argument, NULL, 'm' },
 		{ "assure", required_argument, NULL, 'A' },
 		{ "scan-budget", required_argument, NULL, 's' },
 		{ "list-backends", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, b;
+	int c;
 
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = args_next(argc, argv, lopts)) != -1) {
 		switch (c) {
-		case 'p': opt.port = atoi(optarg); break;
-		case 't': opt.threads = atoi(optarg); break;
+		case 'p':
+			opt.port = (int)args_num("--port", optarg, 0, 65535,
+						 "a port");
+			break;
+		case 't':
+			opt.threads = (int)args_num("--threads", optarg, 1,
+						    256, "a thread count");
+			break;
 		case 'a': opt.bind = optarg; break;
-		case 'i': opt.idle_ns = strtoull(optarg, NULL, 10) * MS; break;
-		case 'w': opt.tw_ns = strtoull(optarg, NULL, 10) * MS; break;
-		case 'm': opt.max_sessions = strtoull(optarg, NULL, 10); break;
-		case 'A': opt.assure = strtoull(optarg, NULL, 10); break;
-		case 's': opt.scan_budget = strtoull(optarg, NULL, 10); break;
+		case 'r': opt.reuseport = 1; break;
+		case 'i':
+			opt.idle_ns = args_num("--idle", optarg, 1, MAX_MS,
+					       "a time in ms") * MS;
+			break;
+		case 'w':
+			opt.tw_ns = args_num("--time-wait", optarg, 1, MAX_MS,
+					     "a time in ms") * MS;
+			break;
+		case 'm':
+			opt.max_sessions = args_num("--max-sessions", optarg,
+						    0, 1 << 24,
+						    "a session count");
+			break;
+		case 'A':
+			opt.assure = args_num("--assure", optarg, 0, 1000000,
+					      "a datagram count");
+			break;
+		case 's':
+			opt.scan_budget = args_num("--scan-budget", optarg, 1,
+						   1 << 20, "a session count");
+			break;
 		case 'b':
-			b = conntab_backend_from_name(optarg);
-			if (b < 0 || !conntab_backend_available(b)) {
-				fprintf(stderr, "udp-flowd: no backend %s\n",
-					optarg);
-				exit(2);
-			}
-			opt.backend = (enum conntab_backend)b;
+			opt.backend = args_backend("--backend", optarg);
 			break;
 		case 'l':
-			/* What this build of the library has, one a line. */
-			for (b = CONNTAB_CHAINED;
-			     strcmp(conntab_backend_name(b), "unknown"); b++)
-				if (conntab_backend_available(b))
-					puts(conntab_backend_name(b));
-			exit(0);
-		default:
-			usage();
+			args_list_backends();
+		case 'h':
+			args_help(usage);
 		}
 	}
-	if (optind < argc || opt.port < 0 || opt.port > 65535 ||
-	    opt.threads < 1 || opt.threads > 256 || !opt.idle_ns ||
-	    !opt.tw_ns || !opt.scan_budget)
-		usage();
+	args_end(argc, argv);
+	if (opt.port < 0)
+		args_fail("--port", "missing (0 picks a free port)");
 }
 
 int main(int argc, char **argv)
@@ -540,10 +596,7 @@ int main(int argc, char **argv)
 	int i, sfd;
 
 	parse_options(argc, argv);
-	if (parse_addr(&addr)) {
-		fprintf(stderr, "udp-flowd: bad address %s\n", opt.bind);
-		return 2;
-	}
+	args_addr("--bind", opt.bind, (unsigned short)opt.port, &addr);
 
 	/*
 	 * Signals arrive on a signalfd read by main, never in a handler:
@@ -561,27 +614,40 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* The port first: no table for a server that cannot have it. */
+	w = calloc((size_t)opt.threads, sizeof(*w));
+	if (!w) {
+		perror("udp-flowd: calloc");
+		return 1;
+	}
+	if (open_sockets(w, &addr)) {
+		/* Not a usage error: the port is taken, or not ours to take. */
+		fprintf(stderr, "udp-flowd: port %d on %s: %s%s\n", opt.port,
+			opt.bind, strerror(errno), errno != EADDRINUSE ? "" :
+			opt.reuseport ? " (and not shared: the server that "
+			"has it did not ask for --reuseport)" :
+			" (another server has it; --reuseport shares a port "
+			"between servers that all ask for it)");
+		free(w);
+		return 1;
+	}
+
 	rcu_register_thread();
 	cfg.backend = opt.backend;
 	cfg.expected = opt.max_sessions ? opt.max_sessions : 4096;
 	cfg.max_entries = opt.max_sessions;
 	table = conntab_create(&cfg);
-	w = calloc((size_t)opt.threads, sizeof(*w));
-	if (!table || !w) {
+	if (!table) {
 		perror("udp-flowd: conntab_create");
+		free(w);
 		return 1;
-	}
-	for (i = 0; i < opt.threads; i++) {
-		if (open_socket(&w[i], &addr)) {
-			perror("udp-flowd: socket");
-			return 1;
-		}
 	}
 	/* sin_port and sin6_port sit at the same offset. */
 	printf("udp-flowd: listening on %s port %d, backend %s, "
-	       "%d threads\n",
+	       "%d threads%s\n",
 	       opt.bind, ntohs(((struct sockaddr_in *)&addr)->sin_port),
-	       conntab_backend_name(opt.backend), opt.threads);
+	       conntab_backend_name(opt.backend), opt.threads,
+	       opt.reuseport ? ", SO_REUSEPORT" : "");
 	fflush(stdout);
 
 	for (i = 0; i < opt.threads; i++)

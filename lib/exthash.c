@@ -425,7 +425,7 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 		 * missed a node because it moved, succ[] (set before) shows.
 		 */
 		ct_delay(CT_DP_XH_READ_SUCC);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		ct_rcu_deref_fence();
 		next = ct_rcu_deref(s->succ[xh_bit(h, s->depth)]);
 		if (next) {
 			s = next;
@@ -1211,7 +1211,7 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 			foreign |= !ct_walk_sel_chain(sel, &s->head[i],
 						      xh_marker_id(s, i));
 		ct_delay(CT_DP_XH_READ_SNAP);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as xh_find */
+		ct_rcu_deref_fence();	/* as xh_find */
 		next = ct_rcu_deref(s->succ[xh_bit(r, s->depth)]);
 		if (next) {
 			s = next;

@@ -33,6 +33,22 @@
 #endif
 
 /*
+ * Make the ct_rcu_deref() loads before it acquires: a release store that
+ * one of them read (a link a writer moved or unlinked) happens before
+ * every access after it, not only those that depend on the pointer
+ * loaded. A reader that found a key gone from one chain needs that to
+ * find it on the next (split.c, exthash.c). Under ThreadSanitizer those
+ * loads are acquires already, which is all the fence adds; and
+ * ThreadSanitizer does not model fences (GCC's -Wtsan warns of each), so
+ * it gets none and checks exactly the edges the fence gives.
+ */
+#if defined(__SANITIZE_THREAD__)
+# define ct_rcu_deref_fence()	do { } while (0)
+#else
+# define ct_rcu_deref_fence()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
+
+/*
  * Store a pointer to an object that is already published (unlinking a
  * node: the successor it points to was published before): readers need
  * only an untorn value, no ordering.

@@ -332,3 +332,17 @@ tests_probes_drive_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 tests_probes_drive_LDADD = lib/libconntab.la $(URCU_LIBS)
 TESTS += tests/test-probes.sh
 EXTRA_DIST += tests/test-probes.sh
+
+# conntab_create() and the order of the includes: conntab.h before
+# <urcu.h> runs (the program); what compiles and what does not, and with
+# which message (the script, with this build's compiler and warnings).
+check_PROGRAMS += tests/test-include-order
+TESTS += tests/test-include-order tests/test-include-order.sh
+EXTRA_DIST += tests/test-include-order.sh
+tests_test_include_order_SOURCES = tests/test-include-order.c
+tests_test_include_order_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_include_order_LDADD = lib/libconntab.la $(URCU_LIBS)
+AM_TESTS_ENVIRONMENT += CT_CC='$(CC)' \
+	CT_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) \
+	$(URCU_QSBR_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN_CFLAGS)'; \
+	export CT_CC CT_CFLAGS;

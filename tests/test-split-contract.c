@@ -117,7 +117,7 @@ static void test_backend(enum conntab_backend be)
 	struct conntab_stats st;
 	struct conntab *t;
 	size_t ntw = 0, i, found;
-	int r, stop = 0;
+	int stop = 0;
 
 	cur_backend = conntab_backend_name(be);
 	memset(conns, 0, sizeof(conns));

@@ -9,13 +9,19 @@
  * application's liburcu flavor; writers take locks inside the library and
  * never wait for a grace period.
  *
- * Include the urcu header of your flavor first, then this one:
+ * The library links no liburcu flavor: conntab_create() is a macro that
+ * hands it the flavor of the urcu header (<urcu.h>, <urcu-qsbr.h>,
+ * <urcu-bp.h>, ...) included where the call is compiled, so that header
+ * may come before or after this one, as long as it comes before the call:
  * @code
  * #include <urcu.h>
  * #include <conntab/conntab.h>
  * @endcode
- * so that conntab_create() picks up that flavor. minimal.c is a complete
- * program; doc/design.md (the main page) states the concurrency rules.
+ * A call with no such header before it does not compile (the error names
+ * the fix) rather than fail at run time; conntab_create_flavor() takes
+ * the flavor explicitly (&urcu_memb_flavor with <urcu/urcu-memb.h>, which
+ * maps no rcu_flavor). minimal.c is a complete program; doc/design.md
+ * (the main page) states the concurrency rules.
  *
  * Threads: readers (lookups, walks, scans) run under the flavor's read
  * lock, in threads registered with the flavor (online, for QSBR), as
@@ -300,18 +306,39 @@ conntab_create_flavor(const struct conntab_config *cfg,
 /**
  * Create a table.
  *
- * When an urcu flavor header was included before this one, conntab_create()
- * is a macro that passes that flavor's @c rcu_flavor to
- * conntab_create_flavor(). The function of the same name (reached without
- * the header, e.g. through dlsym) needs conntab_config::flavor set.
+ * conntab_create() is a macro that passes @c rcu_flavor, the flavor of the
+ * urcu header included before the call (<urcu.h>, <urcu-qsbr.h>, ...;
+ * before or after this header), to conntab_create_flavor(). With no such
+ * header before the call, the call does not compile. The function of the
+ * same name (reached as (conntab_create)(cfg), or through dlsym) needs
+ * conntab_config::flavor set.
  * @param cfg parameters (not kept after the call)
  * @return the table, or NULL with errno set (EINVAL, ENOMEM)
  */
 CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg);
 
-#if defined(rcu_flavor) && !defined(CONNTAB_BUILDING)
+/** @cond CONNTAB_MACRO (documented as the function above) */
+#ifndef CONNTAB_BUILDING
+/*
+ * rcu_flavor is expanded where the macro is used, not here: a urcu header
+ * included after this one still maps it to its flavor (urcu_memb_flavor,
+ * ...) in time. Without one it stays this declaration, which the compiler
+ * refuses to use, with the message below: the mistake shows when the call
+ * is compiled, not as EINVAL when it runs. (A compiler without the
+ * attribute says that rcu_flavor is undeclared.)
+ */
+# if !defined(rcu_flavor) && defined(__has_attribute)
+#  if __has_attribute(unavailable)
+extern const struct rcu_flavor_struct rcu_flavor
+	__attribute__((unavailable("conntab_create() takes the RCU flavor of "
+		"the urcu header included before the call: #include <urcu.h> "
+		"(or <urcu-qsbr.h>, <urcu-bp.h>, ...) first, or call "
+		"conntab_create_flavor(cfg, &urcu_memb_flavor)")));
+#  endif
+# endif
 # define conntab_create(cfg) conntab_create_flavor((cfg), &rcu_flavor)
 #endif
+/** @endcond */
 
 /**
  * Destroy a table. No reader or writer may use @p t any more.
