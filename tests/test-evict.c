@@ -638,10 +638,11 @@ START_TEST(evict_claim_contract)
 		conntab_stats(cr.t, &st);
 		ck_assert_uint_eq(st.entries, found);
 		ck_assert_uint_le(found, cr.cap);
-		rcu_barrier();
+		/* Every thread that could see them is gone. */
 		conntab_destroy(cr.t, release_free);
-		th_quarantine_flush();
 	}
+	rcu_barrier();
+	th_quarantine_flush();
 	ck_assert_msg(th_errors() == 0, "%lu errors, first: %s", th_errors(),
 		      th_first_error());
 }

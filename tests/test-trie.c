@@ -43,9 +43,10 @@
 /*
  * Allocation failure injection: the library's malloc and calloc calls
  * resolve to these, which fail the n-th call once malloc_fail_in is set.
- * Not under ASan, which owns malloc.
+ * Not under ASan or ThreadSanitizer, which own malloc (and call it
+ * before the program could, make check-tsan).
  */
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 # define HAVE_MALLOC_FAIL 1
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t sz);
@@ -1062,6 +1063,10 @@ static Suite *trie_suite(void)
 	tcase_add_test(tc, v6_under_zone_node);
 	tcase_add_test(tc, walk_in_key_order);
 	tcase_add_test(tc, prefix_every_backend);
+	suite_add_tcase(s, tc);
+	/* Threads: CK_RUN_CASE=trie-concurrent (make check-tsan). */
+	tc = tcase_create("trie-concurrent");
+	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, concurrent_no_miss, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
