@@ -14,7 +14,9 @@
  * QSBR), also while a registered thread makes the table retire memory
  * (run under ASan by the sanitizer build), and, in a build with the
  * library's debug checks, that a writer inside a read-side critical
- * section of an unregistered thread stops with a message.
+ * section of an unregistered thread stops with a message, as does, under
+ * QSBR, one on an offline thread with a flavor the library cannot
+ * identify.
  */
 #if defined(T_FLAVOR_MEMB)
 # include <urcu.h>
@@ -801,18 +803,78 @@ START_TEST(reader_rule_abort)
 }
 END_TEST
 
+/* The flavor's own registration, behind a function of this program's. */
+static void wrapped_register(void)
+{
+	rcu_register_thread();
+}
+
+/*
+ * A flavor the library cannot identify (here: a copy of rcu_flavor whose
+ * register_thread is this program's) keeps the old contract: writers on
+ * registered threads work as ever; under QSBR a debug build stops an
+ * exthash or trie writer on an offline thread (a child process tries,
+ * and must die of SIGABRT), the one thing read_ongoing() can tell.
+ */
+START_TEST(unidentified_flavor)
+{
+	struct rcu_flavor_struct fl = rcu_flavor;
+	struct conntab_config cfg = { .backend = B, .flavor = &fl,
+				       .hash = t_hash };
+	struct tconn *c = calloc(500, sizeof(*c));
+	struct conntab *t;
+	uint32_t i;
+#if defined(CT_DEBUG) && defined(T_FLAVOR_QSBR)
+	int status;
+	pid_t pid;
+#endif
+
+	ck_assert_ptr_nonnull(c);
+	fl.register_thread = wrapped_register;
+	for (i = 0; i < 500; i++)
+		conntab_node_init(&c[i].node);
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(write_all(t, c, 500), 0);
+	check_written(t, c);
+#if defined(CT_DEBUG) && defined(T_FLAVOR_QSBR)
+	if (B == CONNTAB_EXTHASH || B == CONNTAB_TRIE) {
+		fflush(NULL);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (!pid) {
+			close(2);	/* the message: expected */
+			rcu_thread_offline();
+			conntab_remove(t, &c[1].node);
+			_exit(0);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) &&
+			      WTERMSIG(status) == SIGABRT,
+			      "%s writer on an offline thread, unidentified "
+			      "flavor: status %#x", BN, status);
+	}
+#endif
+	conntab_destroy(t, NULL);
+	t_offline();
+	rcu_barrier();
+	t_online();
+	free(c);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const per_backend[] = {
 		create_macro, readers_and_call_rcu, explicit_flavor,
 		writer_threads, unregistered_churn, unregistered_evict,
-		reader_rule_abort,
+		reader_rule_abort, unidentified_flavor,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 7, 60);
+	t_add_backend_cases(s, per_backend, 8, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;
