@@ -59,6 +59,7 @@
 /* Descents tried for a sample before the key-order fill. */
 #define CT_T_DESCENTS	(4 * CT_EVICT_SAMPLE)
 
+
 struct ct_tsample {
 	ct_rank_fn rank;
 	void *arg;
@@ -120,7 +121,7 @@ static struct conntab_node *ct_t_random_leaf(uintptr_t p)
 
 /* Reader: rank a sample; the best victim, or NULL. */
 static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
-					void *arg)
+					void *arg, size_t *offered)
 {
 	struct ct_tsample sm = { .rank = rank, .arg = arg };
 	uintptr_t root = ct_w_load(&tr->root);
@@ -135,6 +136,7 @@ static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 	}
 	if (sm.n < CT_EVICT_SAMPLE)
 		ct_trie_walk(&tr->base, CT_WALK_ALL, ct_ts_fill, &sm);
+	*offered = sm.n;
 	return sm.best;
 }
 
@@ -176,6 +178,8 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 	struct ct_trie *tr = ct_trie(t);
 	uint8_t sv[CT_KEY_STR_BUF];
 	struct conntab_node *v;
+	unsigned int spins = 0;
+	size_t offered;
 	int err;
 
 	for (;;) {
@@ -183,13 +187,26 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 		if (err != -ENOSPC)
 			return err;
 		t->flavor->read_lock();
-		v = ct_t_sample(tr, rank, arg);
+		v = ct_t_sample(tr, rank, arg, &offered);
 		if (v) {
 			ct_key_str(&v->ct_key, sv);
 			while ((err = ct_t_claim1(tr, v, sv)) == -EAGAIN)
 				;
 		}
 		t->flavor->read_unlock();
+		/*
+		 * A sample that met no node at all, at the cap, raced with
+		 * removals that emptied the table after our insert found it
+		 * full: there is room now, try again. The only other way to
+		 * meet none is inserts that have counted their node and not
+		 * linked it yet; each ends within its call, so this loop
+		 * ends (pausing, to let a preempted one run). A sample the
+		 * rank refused entirely is the answer: -ENOSPC.
+		 */
+		if (!v && !offered) {
+			ct_spin_pause(&spins);
+			continue;
+		}
 		if (!v)
 			return -ENOSPC;
 		if (!err)
