@@ -719,6 +719,8 @@ static int ct_d_resize(struct ct_trie *tr, const struct ct_tpath *pa,
 	} else if (ct_t_short(d)) {
 		w = (uintptr_t)ct_d_to_k(tr, d);
 		done = w != 0;
+		if (!done)	/* stays dense until a later writer's fix */
+			err = -ENOMEM;
 	} else if (ct_d_wants_halve(d)) {
 		err = ct_d_halve(tr, d, &tk, &w);
 		done = !err;
