@@ -97,3 +97,6 @@ examples_dpdk_conntrack_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 examples_dpdk_conntrack_LDADD = lib/libconntab.la $(URCU_QSBR_LIBS) \
 	$(DPDK_LIBS) $(PTHREAD_LIBS)
 endif
+# Not built (no libdpdk), or no EAL here: the test says so and skips.
+TESTS += examples/test-dpdk-conntrack.sh
+EXTRA_DIST += examples/test-dpdk-conntrack.sh
