@@ -253,17 +253,23 @@ static void port_start(struct ct_config *cfg, uint16_t nq,
 	rte_eth_promiscuous_enable(cfg->port);
 }
 
-/* All @n of @p into @r, waiting for room: a full ring holds the port back. */
-static void enqueue_all(struct rte_ring *r, struct rte_mbuf **p,
-			unsigned int n, struct ct_stats *st)
+/*
+ * All @n of @p into @r, waiting for room: a full ring holds the port
+ * back. Returns the TSC cycles spent waiting, which are not work.
+ */
+static uint64_t enqueue_all(struct rte_ring *r, struct rte_mbuf **p,
+			    unsigned int n, struct ct_stats *st)
 {
 	unsigned int sent = 0;
+	uint64_t t0 = 0;
 
 	for (;;) {
 		sent += rte_ring_enqueue_burst(r, (void **)p + sent, n - sent,
 					       NULL);
 		if (sent == n)
-			return;
+			return t0 ? rte_rdtsc() - t0 : 0;
+		if (!t0)
+			t0 = rte_rdtsc();
 		st->ring_full++;
 		rte_pause();
 	}
@@ -281,7 +287,7 @@ static void rx_loop(const struct ct_config *cfg, struct ct_worker *w,
 	static struct rte_mbuf *out[CT_MAX_WORKERS][CT_BURST];
 	struct rte_mbuf *pkts[CT_BURST];
 	unsigned int cnt[CT_MAX_WORKERS] = { 0 }, i, k, n;
-	uint64_t idle = 0, t0;
+	uint64_t idle = 0, t0, waited;
 	enum ct_verdict v;
 
 	while (!__atomic_load_n(&ct_stop, __ATOMIC_RELAXED)) {
@@ -293,6 +299,7 @@ static void rx_loop(const struct ct_config *cfg, struct ct_worker *w,
 			continue;
 		}
 		idle = 0;
+		waited = 0;
 		t0 = rte_rdtsc();
 		st->packets += n;
 		st->bursts++;
@@ -310,10 +317,10 @@ static void rx_loop(const struct ct_config *cfg, struct ct_worker *w,
 		for (k = 0; k < cfg->workers; k++) {
 			if (!cnt[k])
 				continue;
-			enqueue_all(w[k].ring, out[k], cnt[k], st);
+			waited += enqueue_all(w[k].ring, out[k], cnt[k], st);
 			cnt[k] = 0;
 		}
-		st->busy_cycles += rte_rdtsc() - t0;
+		st->busy_cycles += rte_rdtsc() - t0 - waited;
 	}
 	__atomic_store_n(&ct_rx_done, true, __ATOMIC_RELEASE);
 }

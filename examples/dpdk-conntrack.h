@@ -91,7 +91,7 @@ enum ct_verdict ct_parse(const struct rte_mbuf *m, struct ct_meta *pm,
 struct ct_stats {
 	uint64_t packets;	/* received (rx) or handed to the table */
 	uint64_t bursts;	/* non-empty receives or dequeues */
-	uint64_t busy_cycles;	/* TSC cycles spent on bursts */
+	uint64_t busy_cycles;	/* TSC cycles spent on bursts, not waiting */
 	uint64_t unparsed[CT_VERDICTS];	/* [CT_OK]: unused */
 	uint64_t ring_full;	/* rx: enqueues retried on a full ring */
 	uint64_t lookups;	/* keys looked up (one per tracked packet) */
