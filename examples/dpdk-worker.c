@@ -27,6 +27,7 @@
  * another's last_ns and state (relaxed atomics on both sides).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
