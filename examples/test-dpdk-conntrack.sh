@@ -320,8 +320,11 @@ done
 run "$tmp/lo.pcap" 2 --udp-timeout 0 --tcp-timeout 0 --syn-timeout 0 \
 	--tw-timeout 0
 check_sums
+# Which of them expired as what depends on when the scans ran (a
+# connection expired between its FINs is picked up again, and may expire
+# as TCP instead of in TIME_WAIT); that all of them did, does not.
 [ "$(table entries)" = 0 ] || fail "$(table entries) left after expiry"
-[ "$(get expired_tw)" -ge 1 ] || fail "nothing expired in TIME_WAIT"
+[ "$(get evicted)" = 0 ] || fail "$(get evicted) evicted without a cap"
 echo "  expiry: $(get expired_tcp) TCP, $(get expired_udp) UDP," \
 	"$(get expired_tw) TIME_WAIT expired"
 # Eviction: the table never holds more than 4.
