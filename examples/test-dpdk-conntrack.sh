@@ -7,7 +7,8 @@
 #  1. Its command line: --help and a bad option need no EAL.
 #  2. bench/pcap-sample.sh's capture, whose every packet has a known fate:
 #     the tracked ones and the skipped ones by reason, 3 TCP connections
-#     (handshakes 1 complete, 2 answered) and 2 UDP flows, IPv6, VLAN.
+#     (handshakes 1 complete, 2 answered) and 2 UDP flows, IPv6, VLAN;
+#     then with every backend, uncapped and capped (--max-conns 2).
 #  3. A loopback capture (as bench/test-pcap.sh makes it): curl and wrk
 #     talk to examples/tcp-conntrack, socat sends UDP datagrams to a port
 #     nobody serves (the ICMP errors are captured too). Every packet
@@ -174,6 +175,22 @@ for nw in 1 2; do
 		fail "table: $(table entries) entries, $(table timewait) TW"
 	echo "  sample, $nw worker(s): 16 packets, 3 TCP, 2 UDP, 8 skipped"
 done
+# Every backend the library has, with the QSBR flavor (the default is
+# split): the same counts. Capped at 2 of its 5 flows: nothing expires
+# (its times are all 0) and an eviction replaces one entry with another,
+# so the table ends full, and at least the 3 flows beyond the cap made
+# room (more when a flow's later packet finds its entry evicted).
+for be in $("$prog" -- --list-backends); do
+	run "$tmp/sample.pcap" 2 --backend "$be"
+	check_sums
+	expect lookups 8 tcp_new 3 synack 2 established 1 udp_new 2 hits 3
+	[ "$(table entries)" = 5 ] || fail "$be: $(table entries) entries"
+	run "$tmp/sample.pcap" 2 --backend "$be" --max-conns 2
+	check_sums
+	[ "$(table entries)" = 2 ] || fail "$be: $(table entries) entries, cap 2"
+	[ "$(get evicted)" -ge 3 ] || fail "$be: $(get evicted) evicted, cap 2"
+done
+echo "  sample, every backend: the same counts; capped at 2, evicting"
 
 # 3. A loopback capture.
 for tool in tcpdump curl; do
@@ -327,7 +344,8 @@ check_sums
 [ "$(get evicted)" = 0 ] || fail "$(get evicted) evicted without a cap"
 echo "  expiry: $(get expired_tcp) TCP, $(get expired_udp) UDP," \
 	"$(get expired_tw) TIME_WAIT expired"
-# Eviction: the table never holds more than 4.
+# Eviction (two workers evicting each other's connections): the table
+# never holds more than 4, and every flow beyond them made room.
 run "$tmp/lo.pcap" 2 --max-conns 4
 check_sums
 [ "$(table entries)" -le 4 ] || fail "$(table entries) entries, cap 4"
