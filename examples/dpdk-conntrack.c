@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * dpdk-conntrack: connection tracking in a DPDK pipeline, with one conntab
- * table that every worker lcore shares (examples/README.md runs it).
+ * table that every worker lcore shares (doc/dpdk.md runs it).
  *
  *   dpdk-conntrack [EAL options] -- [options]
  *

@@ -7,8 +7,9 @@
  * Accounting, which the test checks: total.packets (the port's packets,
  * counted where they were received) = the unparsed ones by reason +
  * total.lookups (one per tracked packet); lookups = hits + tcp_new +
- * udp_new + tcp_stray + insert_fail, less tcp_reuse (a SYN that
- * replaced a TIME_WAIT node was a hit).
+ * udp_new + tcp_stray + insert_fail (a SYN that replaced a TIME_WAIT
+ * node is a new connection, not a hit); tcp_new + udp_new = expired_* +
+ * evicted + tcp_reuse (replaced) + the table's entries at the end.
  */
 #include <stddef.h>
 #include <string.h>

@@ -162,13 +162,18 @@ static struct conntab_node *conn_link(struct wctx *x, struct conn *c,
 		ret = conntab_insert(x->t, &c->node, k);
 	if (ret) {
 		free(c);
-		if (ret == -EEXIST)	/* only we insert k: not expected */
+		if (ret == -EEXIST) {	/* only we insert k: not expected */
+			x->st->hits++;
 			return conntab_lookup(x->t, k);
+		}
 		x->st->insert_fail++;
 		return NULL;
 	}
 	if (old) {
-		if (!tw)
+		/* Replaced (TIME_WAIT gone meanwhile: none), or evicted. */
+		if (tw)
+			x->st->tcp_reuse++;
+		else
 			x->st->evicted++;
 		conn_retire(old);
 	}
@@ -236,28 +241,32 @@ static struct conntab_node *track(struct wctx *x, const struct conntab_key *k,
 	bool syn = (f & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN;
 	struct conn *c;
 
+	/*
+	 * Each lookup counts once: hits, tcp_new, udp_new, tcp_stray or
+	 * insert_fail (dpdk-stats.c states the sums).
+	 */
 	x->st->lookups++;
-	if (n) {
-		x->st->hits++;
-		c = conn_of(n);
-		if (conntab_node_state(n) == CONNTAB_TIMEWAIT) {
-			/* A new SYN on a closed connection's ports. */
-			if (k->proto == IPPROTO_TCP && syn) {
-				c = conn_new(x, CS_SYN_SENT, pm->from_local);
-				if (!c) {
-					x->st->insert_fail++;
-					return n;
-				}
-				n = conn_link(x, c, k, n);
-				if (n == &c->node) {
-					x->st->tcp_new++;
-					x->st->tcp_reuse++;
-					x->st->syn++;
-				}
-			}
-			/* Else the last ACK and such: TIME_WAIT runs on. */
+	if (n && conntab_node_state(n) == CONNTAB_TIMEWAIT &&
+	    k->proto == IPPROTO_TCP && syn) {
+		/* A new SYN on a closed connection's ports: a new one. */
+		c = conn_new(x, CS_SYN_SENT, pm->from_local);
+		if (!c) {
+			x->st->insert_fail++;
 			return n;
 		}
+		n = conn_link(x, c, k, n);
+		if (n == &c->node) {
+			x->st->tcp_new++;
+			x->st->syn++;
+		}
+		return n;
+	}
+	if (n) {
+		x->st->hits++;
+		/* The last ACK and such: TIME_WAIT runs on. */
+		if (conntab_node_state(n) == CONNTAB_TIMEWAIT)
+			return n;
+		c = conn_of(n);
 		conn_touch(c, x->now);
 		if (k->proto == IPPROTO_TCP)
 			tcp_update(x, c, pm);
