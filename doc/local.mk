@@ -6,7 +6,7 @@
 # (stop at the first) or =FAIL_ON_WARNINGS (report all, then fail);
 # CI uses the latter.
 
-EXTRA_DIST += doc/Doxyfile.in doc/releasing.md
+EXTRA_DIST += doc/Doxyfile.in doc/releasing.md doc/dpdk.md
 # Installed as plain text beside examples/minimal.c, for readers without
 # the HTML reference.
 dist_doc_DATA = README.md doc/design.md doc/exthash.md

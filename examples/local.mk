@@ -82,3 +82,21 @@ installcheck-examples:
 		$(SHELL) $(srcdir)/examples/test-tcp-conntrack.sh || test $$? = 77
 .PHONY: installcheck-examples
 CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)
+
+# The DPDK pipeline, when configure found libdpdk: an RX lcore, worker
+# lcores and one QSBR table. Its test replays captures through net_pcap
+# (no NIC, no hugepages) and skips (77) when the EAL cannot start here.
+if HAVE_DPDK
+noinst_PROGRAMS += examples/dpdk-conntrack
+examples_dpdk_conntrack_SOURCES = examples/dpdk-conntrack.c \
+	examples/dpdk-conntrack.h examples/dpdk-parse.c \
+	examples/dpdk-worker.c examples/dpdk-stats.c examples/args.h
+examples_dpdk_conntrack_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_QSBR_CFLAGS) \
+	$(DPDK_CFLAGS)
+examples_dpdk_conntrack_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+examples_dpdk_conntrack_LDADD = lib/libconntab.la $(URCU_QSBR_LIBS) \
+	$(DPDK_LIBS) $(PTHREAD_LIBS)
+endif
+# Not built (no libdpdk), or no EAL here: the test says so and skips.
+TESTS += examples/test-dpdk-conntrack.sh
+EXTRA_DIST += examples/test-dpdk-conntrack.sh
