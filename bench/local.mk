@@ -46,8 +46,7 @@ demo: bench/conntab-bench$(EXEEXT)
 # Smoke run at a tiny size: every workload and implementation must give
 # right answers (exit status); no timing is checked.
 TESTS += bench/smoke.sh
-EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh doc/performance.md \
-	doc/lookup-vs-n.svg doc/real-traffic.svg
+EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh
 
 # Command-line mistakes: exit status 2 and one line naming the option.
 TESTS += bench/test-options.sh

@@ -6,10 +6,34 @@
 # (stop at the first) or =FAIL_ON_WARNINGS (report all, then fail);
 # CI uses the latter.
 
-EXTRA_DIST += doc/Doxyfile.in doc/releasing.md doc/dpdk.md
-# Installed as plain text beside examples/minimal.c, for readers without
-# the HTML reference.
-dist_doc_DATA = README.md doc/design.md doc/exthash.md
+EXTRA_DIST += doc/Doxyfile.in scripts/check-doc-links.sh
+
+# The README's Quick start: its commands exist, the success lines it
+# quotes are the ones they print last (scripts/check-readme.sh).
+TESTS += scripts/check-readme.sh
+EXTRA_DIST += scripts/check-readme.sh
+
+# Installed as plain text for readers without the HTML reference, in the
+# layout of the source tree: $(docdir)/README.md, $(docdir)/doc/*.md and
+# the figures they show, $(docdir)/examples/ (examples/local.mk), so that
+# every relative link of the README (and of the pages it links) works
+# where it is installed too. `make check` follows them in the source
+# tree, `make installcheck` in $(DESTDIR)$(docdir): a link to a file that
+# is not installed fails.
+dist_doc_DATA = README.md LICENSE
+nobase_dist_doc_DATA = doc/design.md doc/exthash.md doc/performance.md \
+	doc/releasing.md doc/dpdk.md doc/lookup-vs-n.svg doc/real-traffic.svg
+
+check-local: check-doc-links
+check-doc-links:
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/check-doc-links.sh \
+		$(top_srcdir)/README.md >/dev/null
+installcheck-local: installcheck-doc-links
+installcheck-doc-links:
+	$(AM_V_at)$(SHELL) $(top_srcdir)/scripts/check-doc-links.sh \
+		'$(DESTDIR)$(docdir)/README.md'
+.PHONY: check-doc-links installcheck-doc-links
+
 DOXYGEN_WARN_AS_ERROR = NO
 
 # Always rerun (it takes a second), so that a second `make doc` with

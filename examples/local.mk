@@ -40,19 +40,19 @@ TESTS += examples/test-args.sh
 EXTRA_DIST += examples/test-args.sh
 
 # args.h, the option parsing they share, goes beside them: each builds
-# from its one command line in that directory.
+# from its one command line in that directory. udp-client.c too: the
+# README's UDP walkthrough drives udp-flowd with it.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
-	examples/tcp-conntrack.c examples/args.h
+	examples/udp-client.c examples/tcp-conntrack.c examples/args.h
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
 # sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
 # example source is built as examples/NAME-installed; minimal runs, the
-# servers go through their own tests (the scripts take the binary to drive
-# from the environment), with one backend: make check covers them all;
-# test-args.sh checks all three command lines (with the build tree's
-# udp-client, which is not installed).
-INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack
+# servers go through their own tests (the scripts take the binaries to
+# drive from the environment, udp-client included), with one backend: make
+# check covers them all; test-args.sh checks all four command lines.
+INSTALLCHECK_EXAMPLES = minimal udp-flowd udp-client tcp-conntrack
 installcheck_ld = $(DESTDIR)$(libdir)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 installcheck_env = EXAMPLES_ONE_BACKEND=1 LD_LIBRARY_PATH="$(installcheck_ld)"
 installcheck-local: installcheck-examples
@@ -74,8 +74,10 @@ installcheck-examples:
 	$(AM_V_at)$(installcheck_env) MINIMAL=examples/minimal-installed \
 		UDP_FLOWD=examples/udp-flowd-installed \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \
+		UDP_CLIENT=examples/udp-client-installed \
 		$(SHELL) $(srcdir)/examples/test-args.sh
 	$(AM_V_at)$(installcheck_env) UDP_FLOWD=examples/udp-flowd-installed \
+		UDP_CLIENT=examples/udp-client-installed \
 		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
 	$(AM_V_at)$(installcheck_env) \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \

@@ -30,12 +30,13 @@
 # Every server is stopped with SIGINT (the last with SIGTERM) and must
 # exit 0 with totals that add up: every session created was evicted,
 # expired, recycled or is left in the table at exit.
-# UDP_FLOWD names another udp-flowd to test (installcheck's own build);
+# UDP_FLOWD and UDP_CLIENT name another udp-flowd and udp-client to test
+# (installcheck's own builds, from the installed sources);
 # EXAMPLES_ONE_BACKEND=1 tests the first backend only.
 set -u
 
 flowd=${UDP_FLOWD:-examples/udp-flowd}
-client=examples/udp-client
+client=${UDP_CLIENT:-examples/udp-client}
 for tool in socat python3; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "SKIP: $tool not installed"
