@@ -41,10 +41,13 @@ EXTRA_DIST += examples/test-args.sh
 
 # args.h, the option parsing they share, goes beside them: each builds
 # from its one command line in that directory. udp-client.c too: the
-# README's UDP walkthrough drives udp-flowd with it.
+# README's UDP walkthrough drives udp-flowd with it. The DPDK pipeline's
+# sources too, built or not here: the README links them.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
-	examples/udp-client.c examples/tcp-conntrack.c examples/args.h
+	examples/udp-client.c examples/tcp-conntrack.c examples/args.h \
+	examples/dpdk-conntrack.c examples/dpdk-conntrack.h \
+	examples/dpdk-parse.c examples/dpdk-worker.c examples/dpdk-stats.c
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
 # sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
