@@ -42,6 +42,8 @@
 #define BI_UNSIZED	0x10u
 /* Hashes with lookup3 (jhash.h) instead of conntab's keyed hash. */
 #define BI_JHASH	0x20u
+/* Runs only when --impl names it. */
+#define BI_ASKED	0x40u
 
 struct bench_impl {
 	const char *name;
@@ -82,6 +84,17 @@ void b_lfht_worker_stop(void);
 extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;
+#endif
+#ifdef HAVE_DPDK
+/* bench/peer-rte.c: DPDK's rte_hash, single- and multi-writer. */
+extern const struct bench_impl b_impl_rte;
+extern const struct bench_impl b_impl_rte_mw;
+extern const struct bench_impl b_impl_rte_mw_jhash;
+/* The EAL, when one of @im is an rte peer; 0, or -1 if it failed. */
+int b_rte_init(const struct bench_impl **im, size_t ni);
+void b_rte_fini(void);
+/* Give the calling thread an lcore id (multi-writer tables need one). */
+void b_rte_thread_register(void);
 #endif
 
 #endif /* BENCH_IMPL_H */

@@ -22,6 +22,17 @@ if HAVE_CK
 bench_conntab_bench_SOURCES += bench/impl-ck.c
 bench_conntab_bench_LDADD += -lck
 endif
+# The rte_hash peers, when configure found libdpdk: their own library,
+# so that DPDK's flags (-march, -include rte_config.h) reach this one
+# file and not the rest of the benchmark.
+if HAVE_DPDK
+noinst_LTLIBRARIES += bench/libpeer-rte.la
+bench_libpeer_rte_la_SOURCES = bench/peer-rte.c
+bench_libpeer_rte_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
+	$(URCU_CFLAGS) $(DPDK_CFLAGS)
+bench_libpeer_rte_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+bench_conntab_bench_LDADD += bench/libpeer-rte.la $(DPDK_LIBS)
+endif
 # The pcap workload, when configure found libpcap.
 bench_conntab_bench_SOURCES += bench/capture.h
 if HAVE_PCAP

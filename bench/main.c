@@ -66,6 +66,8 @@ static bool impl_selected(const char *name)
 /* --grown: the unsized twins, NAME-grown. */
 static struct bench_impl grown[B_MAX_IMPLS];
 static char grown_name[B_MAX_IMPLS][32];
+/* check_impls(): every implementation of the build, BI_ASKED ones too. */
+static bool impls_all;
 
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
@@ -81,8 +83,14 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	all[na++] = &b_impl_ck;
 #endif
 	all[na++] = &b_impl_plain;
+#ifdef HAVE_DPDK
+	all[na++] = &b_impl_rte;
+	all[na++] = &b_impl_rte_mw;
+	all[na++] = &b_impl_rte_mw_jhash;
+#endif
 	for (i = 0; i < na && n < max; i++)
-		if (impl_selected(all[i]->name))
+		if (impls_all || (impl_selected(all[i]->name) &&
+				  (b_opts.impls || !(all[i]->flags & BI_ASKED))))
 			out[n++] = all[i];
 	sel = n;
 	for (i = 0; b_opts.grown && i < sel && n < max; i++) {
@@ -314,6 +322,7 @@ static void parse_workloads(const char *arg)
 static const char *const impl_names[] = {
 	"chained", "split", "exthash", "trie",
 	"lfht", "lfht-jhash", "ck_ht", "plain",
+	"rte_hash", "rte_hash-mw", "rte_hash-mw-jhash",
 };
 
 /*
@@ -329,7 +338,9 @@ static void check_impls(const char *arg)
 
 	b_opts.impls = NULL;
 	b_opts.grown = false;
+	impls_all = true;
 	na = b_impls(all, B_MAX_IMPLS);
+	impls_all = false;
 	b_opts.grown = was_grown;
 	for (i = 0; i < na && o < sizeof(known); i++)
 		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
@@ -376,6 +387,10 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 		h = conntab_hash_name(b_opts.hash_used);
 		if (im[i]->flags & BI_JHASH)
 			h = "jhash";
+#ifdef HAVE_DPDK
+		else if (im[i]->create == b_impl_rte.create)
+			h = "crc32";
+#endif
 		else if (im[i]->flags & BI_CONNTAB) {
 			cfg.backend = (enum conntab_backend)im[i]->backend;
 			t = conntab_create(&cfg);
@@ -690,6 +705,11 @@ int main(int argc, char **argv)
 	if (b_opts.pcap && b_pcap_load())
 		return 1;
 #endif
+#ifdef HAVE_DPDK
+	/* Before any thread of ours: the EAL's own inherit no pinning. */
+	if (b_rte_init(im, ni))
+		return 1;
+#endif
 	rcu_register_thread();
 	resolve_hash(im, ni, hashes, sizeof(hashes));
 	helpers_start();
@@ -760,6 +780,9 @@ int main(int argc, char **argv)
 		printf("\n# elapsed %.1f s\n",
 		       (double)(b_now_ns() - start) / 1e9);
 	b_report_summary();
+#ifdef HAVE_DPDK
+	b_rte_fini();
+#endif
 	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)
