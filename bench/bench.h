@@ -56,6 +56,7 @@ struct bench_opts {
 	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
+	unsigned int writers;	/* churn: writer threads beside the readers */
 	const char *plot;	/* SVG or PNG file for gnuplot, or NULL */
 	uint64_t budget_ns;	/* per workload, impl and size; 0: none */
 	bool budget_set;	/* --budget given (else --quick's, or none) */

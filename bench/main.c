@@ -463,6 +463,7 @@ static void usage(FILE *f)
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer, 1 to 1e8\n"
+"  --writers W        churn: writer threads beside the readers (1)\n"
 "                     (default 50000)\n"
 "  --reps K           repetitions, 1 to 64, the median is reported\n"
 "                     (default 5)\n"
@@ -496,6 +497,7 @@ static void parse(int argc, char **argv)
 		{ "impl", required_argument, NULL, 'i' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "rate", required_argument, NULL, 'R' },
+		{ "writers", required_argument, NULL, 'V' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "v6", no_argument, NULL, '6' },
@@ -527,6 +529,7 @@ static void parse(int argc, char **argv)
 	b_opts.threads = 2;
 	b_opts.reps = 5;
 	b_opts.write_rate = 50000;
+	b_opts.writers = 1;
 	b_opts.seed = b_now_ns();
 	b_opts.zipf[0] = 1.0;
 	b_opts.nzipf = 1;
@@ -558,6 +561,10 @@ static void parse(int argc, char **argv)
 		case 't':
 			b_opts.threads = (unsigned int)opt_uint(opt, optarg, 1,
 				B_MAX_THREADS, "a thread count");
+			break;
+		case 'V':
+			b_opts.writers = (unsigned int)opt_uint(opt, optarg, 1,
+				B_MAX_THREADS / 2, "a thread count");
 			break;
 		case 'R':
 			b_opts.write_rate = (unsigned long)opt_uint(opt,
@@ -690,7 +697,7 @@ int main(int argc, char **argv)
 	const struct bench_impl *im[B_MAX_IMPLS];
 	uint64_t start = b_now_ns();
 	struct bench_keys keys;
-	char hashes[512];
+	char hashes[512], wr[32] = "";
 	unsigned int s;
 	size_t ni;
 
@@ -716,15 +723,19 @@ int main(int argc, char **argv)
 	b_budget_init();
 	if (b_opts.pin)
 		b_pin_self(0);
+	if (b_opts.writers > 1)
+		snprintf(wr, sizeof(wr), ", churn writers %u", b_opts.writers);
 	if (!b_opts.json) {
 		printf("# conntab-bench %s%s keys, secret %s, seed %llu, "
-		       "median of %u, threads %u%s, %s clock\n",
+		       "median of %u, threads %u%s%s, %s clock\n",
 		       b_opts.v6 ? "IPv6" : "IPv4",
 		       b_opts.keyset == KS_WORST_MEM ? " worst-mem" :
 		       b_opts.keyset == KS_WORST_DEPTH ? " worst-depth" : "",
 		       b_opts.zero_secret ? "zero" : "random",
 		       (unsigned long long)b_opts.seed, b_opts.reps,
-		       b_opts.threads, b_opts.pin ? ", pinned" : "",
+		       b_opts.threads,
+		       wr,
+		       b_opts.pin ? ", pinned" : "",
 		       b_opts.cpu_clock ? "cpu" : "wall");
 		printf("# hash %s (--hash %s): %s\n",
 		       conntab_hash_name(b_opts.hash_used),

@@ -83,6 +83,7 @@ struct b_writer {
 	void *t;
 	const struct bench_keys *k;
 	unsigned int cpu;
+	size_t first, pool;	/* its absent keys: [first, first + pool) */
 	volatile int stop;
 	size_t pairs;		/* insert+remove pairs done (relaxed) */
 	size_t fails;
@@ -90,6 +91,10 @@ struct b_writer {
 
 void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
 		    const struct bench_keys *k, unsigned int cpu);
+/* Writer @id of @nw: its own slice of the absent keys. */
+void b_writer_start_nth(struct b_writer *w, const struct bench_impl *im,
+			void *t, const struct bench_keys *k, unsigned int cpu,
+			unsigned int id, unsigned int nw);
 size_t b_writer_pairs(struct b_writer *w);
 /* Stop and join; failed writes are reported as wrong answers of @what. */
 void b_writer_stop(struct b_writer *w, const char *what);

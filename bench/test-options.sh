@@ -47,6 +47,7 @@ refused '--plot: x.txt: the file name must end in .svg or .png' \
 	--plot x.txt
 refused '--reps: 0 is not a repetition count' --reps 0
 refused '--rate: 0 is not a rate' --rate 0
+refused '--writers: 0 is not a thread count' --writers 0
 refused '--train: 0.5 is not a mean train length' --train 0.5
 refused '--tw-share: 1.5 is not a share' --tw-share 1.5
 refused "--budget: '2s' is not a number" --budget 2s

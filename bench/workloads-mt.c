@@ -156,8 +156,8 @@ static void sleep_ns(uint64_t ns)
 static void *writer_fn(void *arg)
 {
 	struct b_writer *w = arg;
-	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
-						   : B_CHURN_POOL;
+	const struct conntab_key *keys = w->k->absent + w->first;
+	size_t pool = w->pool;
 	char *objs = b_alloc(pool * B_LINE);
 	size_t i, done = 0, fails = 0;
 	uint64_t t0;
@@ -169,7 +169,7 @@ static void *writer_fn(void *arg)
 			if (i < pool) {
 				memset(objs + i * B_LINE, 0, B_LINE);
 				fails += w->im->insert(w->t, objs + i * B_LINE,
-						       &w->k->absent[i]) != 0;
+						       &keys[i]) != 0;
 			}
 			if (i >= B_CHURN_LAG)
 				fails += w->im->remove(w->t, objs +
@@ -201,14 +201,26 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
-void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
-		    const struct bench_keys *k, unsigned int cpu)
+void b_writer_start_nth(struct b_writer *w, const struct bench_impl *im,
+			void *t, const struct bench_keys *k, unsigned int cpu,
+			unsigned int id, unsigned int nw)
 {
-	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu };
+	size_t pool = k->nabsent / nw;
+
+	if (pool > B_CHURN_POOL)
+		pool = B_CHURN_POOL;
+	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu,
+				.first = pool * id, .pool = pool };
 	if (pthread_create(&w->tid, NULL, writer_fn, w)) {
 		fprintf(stderr, "conntab-bench: no writer thread\n");
 		exit(1);
 	}
+}
+
+void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
+		    const struct bench_keys *k, unsigned int cpu)
+{
+	b_writer_start_nth(w, im, t, k, cpu, 0, 1);
 }
 
 size_t b_writer_pairs(struct b_writer *w)
@@ -226,7 +238,8 @@ void b_writer_stop(struct b_writer *w, const char *what)
 }
 
 /*
- * One churn measurement: @nr readers and one writer on table @tb, for a
+ * One churn measurement: @nr readers and --writers writers (each on its
+ * own absent keys, at --rate pairs/s each) on table @tb, for a
  * set time (--quick: 50 ms, enough for a figure that only has to be
  * there), so the time budget only ends what follows it early.
  */
@@ -236,22 +249,27 @@ static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 	uint64_t dur = b_opts.quick ? 50000000ull : 400000000ull, t0, t1;
 	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
+	static struct b_writer w[B_MAX_THREADS];
+	unsigned int nw = b_opts.writers, i;
 	volatile int stop = 0;
-	struct b_writer w;
-	size_t l0, l1, p0, p1, look, miss;
+	size_t l0, l1, p0 = 0, p1 = 0, look, miss;
 	int ready;
 
 	readers_start(rd, nr, false, im, tb->t, k, &stop, NULL, &ready);
-	b_writer_start(&w, im, tb->t, k, nr);
+	for (i = 0; i < nw; i++)
+		b_writer_start_nth(&w[i], im, tb->t, k, nr + i, i, nw);
 	sleep_ns(dur / 8);	/* let everyone get going */
 	l0 = readers_count(rd, nr);
-	p0 = b_writer_pairs(&w);
+	for (i = 0; i < nw; i++)
+		p0 += b_writer_pairs(&w[i]);
 	t0 = b_now_ns();
 	sleep_ns(dur);
 	l1 = readers_count(rd, nr);
-	p1 = b_writer_pairs(&w);
+	for (i = 0; i < nw; i++)
+		p1 += b_writer_pairs(&w[i]);
 	t1 = b_now_ns();
-	b_writer_stop(&w, "churn");
+	for (i = 0; i < nw; i++)
+		b_writer_stop(&w[i], "churn");
 	readers_stop(rd, nr, &stop, &look, &miss);
 	b_check_found(im, "churn", look - miss, look);
 	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
