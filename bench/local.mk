@@ -1,5 +1,5 @@
-# conntab-bench: every backend and the peers (lfht, ck_ht, plain) on the
-# same keys; see doc/performance.md.
+# conntab-bench: every backend and the peers (lfht, ck_ht, rte_hash,
+# plain) on the same keys; see doc/performance.md.
 bin_PROGRAMS += bench/conntab-bench
 
 bench_conntab_bench_SOURCES = \
