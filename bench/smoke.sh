@@ -58,7 +58,7 @@ has '^grow-resizes	exthash	4096	1	'
 has '^# elapsed [0-9.]* s$'
 # Last, conntab against each peer, one line each.
 has '^# conntab against each peer at n=4096, one thread'
-has '^# chained vs lfht  *lookup [0-9.]*x, batch16 [0-9.]*x, insert '
+has '^# chained vs lfht  *lookup [0-9.]*x, batch16 [0-9.]*x, batch32 [0-9.]*x, insert '
 has '^# chained vs plain  *lookup '
 # The rte_hash peers, when this build has DPDK (configure found libdpdk):
 # every lookup workload, writes, memory, churn with readers, and the

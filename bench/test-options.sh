@@ -38,7 +38,7 @@ refused "--hash: unknown hash 'md5'" --hash md5
 refused '--zipf: 11 is not a Zipf exponent (0 to 10)' --zipf 11
 refused '--zipf: more than 8' --zipf 1,1,1,1,1,1,1,1,1
 refused "stray argument 'extra'" --n 4K extra
-refused "--impl: unknown implementation 'nope' (known: chained .*plain)" \
+refused "--impl: unknown implementation 'nope' (known: chained .*plain.*)" \
 	--impl nope,chained
 refused "--workload: unknown workload 'lookups' (known: floor " \
 	--workload lookups
