@@ -21,6 +21,12 @@
 #include "capture.h"
 
 #define B_LINE		64
+/*
+ * Bytes per user object: the implementation's node (at most a line) and
+ * the user's own data after it, which every lookup reads a word of
+ * (impl.h, b_user_word()).
+ */
+#define B_OBJ		(2 * B_LINE)
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64

@@ -464,6 +464,7 @@ static long rte_memory(void *tp)
 #define RTE_IMPL(nm, fl, jh) {						\
 	.name = nm, .flags = (fl),					\
 	.obj_size = sizeof(struct rte_obj), .backend = (jh),		\
+	.user_off = 0,	/* the object is all the user's */		\
 	.create = rte_create, .destroy = rte_destroy,			\
 	.insert = rte_insert, .lookup = rte_lookup, .batch = rte_batch,	\
 	.remove = rte_remove, .timewait = rte_timewait,			\
