@@ -404,6 +404,8 @@ static int rte_remove(void *tp, void *obj)
 		d->t = t;
 		d->n = 0;
 		rte_pending = d;
+		/* Flushed at this thread's exit, if it never inserted. */
+		pthread_setspecific(rte_exit_key, &rte_registered);
 	}
 	d->pos[d->n++] = pos;
 	if (d->n == B_RTE_DEFER)
