@@ -21,6 +21,12 @@
 #include "capture.h"
 
 #define B_LINE		64
+/*
+ * Bytes per user object: the implementation's node (at most a line) and
+ * the user's own data after it, which every lookup reads a word of
+ * (impl.h, b_user_word()).
+ */
+#define B_OBJ		(2 * B_LINE)
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64
@@ -56,6 +62,7 @@ struct bench_opts {
 	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
+	unsigned int writers;	/* churn: writer threads beside the readers */
 	const char *plot;	/* SVG or PNG file for gnuplot, or NULL */
 	uint64_t budget_ns;	/* per workload, impl and size; 0: none */
 	bool budget_set;	/* --budget given (else --quick's, or none) */

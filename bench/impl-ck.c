@@ -250,6 +250,7 @@ const struct bench_impl b_impl_ck = {
 	.name = "ck_ht",
 	.flags = BI_MT | BI_GROWS,
 	.obj_size = sizeof(struct ck_obj),
+	.user_off = B_USER_AFTER(sizeof(struct ck_obj)),
 	.create = ck_create, .destroy = ck_destroy,
 	.insert = ck_insert, .lookup = ck_lookup, .batch = ck_batch,
 	.remove = ck_remove, .timewait = ck_timewait,

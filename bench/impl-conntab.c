@@ -74,6 +74,7 @@ static long ct_memory(void *t)
 #define CT_IMPL(b, nm, fl) {						\
 	.name = nm, .flags = BI_MT | BI_CONNTAB | (fl),			\
 	.obj_size = sizeof(struct conntab_node),			\
+	.user_off = sizeof(struct conntab_node),			\
 	.backend = CONNTAB_##b,						\
 	.create = ct_create, .destroy = ct_destroy,			\
 	.insert = ct_insert, .lookup = ct_lookup, .batch = ct_batch,	\

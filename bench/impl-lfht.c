@@ -236,6 +236,7 @@ void b_lfht_worker_stop(void)
 #define LF_IMPL(nm, fl) {						\
 	.name = nm, .flags = BI_MT | BI_GROWS | (fl),			\
 	.obj_size = sizeof(struct lf_obj),				\
+	.user_off = B_USER_AFTER(sizeof(struct lf_obj)),		\
 	.create = lf_create, .destroy = lf_destroy,			\
 	.insert = lf_insert, .lookup = lf_lookup, .batch = lf_batch,	\
 	.remove = lf_remove, .timewait = lf_timewait,			\

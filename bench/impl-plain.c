@@ -171,6 +171,7 @@ const struct bench_impl b_impl_plain = {
 	.name = "plain",
 	.flags = 0,
 	.obj_size = sizeof(struct pl_obj),
+	.user_off = B_USER_AFTER(sizeof(struct pl_obj)),
 	.create = pl_create, .destroy = pl_destroy,
 	.insert = pl_insert, .lookup = pl_lookup, .batch = pl_batch,
 	.remove = pl_remove, .timewait = pl_timewait,

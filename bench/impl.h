@@ -2,8 +2,9 @@
 /*
  * The operations every measured table offers the workloads.
  *
- * An implementation stores user objects of obj_size bytes that the
- * workload allocates (one cache line apart, placed at random) and passes
+ * An implementation stores user objects that the workload allocates
+ * (B_OBJ bytes each: a node part of obj_size bytes, then the user's
+ * data, at user_off; placed at random) and passes
  * in; like conntab's nodes, every peer's node is embedded in the object and
  * holds or points to the key, so that no peer pays for an extra
  * allocation. Every peer hashes keys with the same keyed hash and the same
@@ -42,11 +43,14 @@
 #define BI_UNSIZED	0x10u
 /* Hashes with lookup3 (jhash.h) instead of conntab's keyed hash. */
 #define BI_JHASH	0x20u
+/* Runs only when --impl names it. */
+#define BI_ASKED	0x40u
 
 struct bench_impl {
 	const char *name;
 	unsigned int flags;
-	size_t obj_size;	/* bytes per user object (<= one line each) */
+	size_t obj_size;	/* bytes of the node part (<= one line) */
+	size_t user_off;	/* the user's word a lookup then reads */
 	int backend;		/* conntab backend, for BI_CONNTAB */
 	/* expected = 0: no sizing hint. NULL on failure. */
 	void *(*create)(const struct bench_impl *im, size_t expected,
@@ -70,6 +74,22 @@ struct bench_impl {
 	long (*memory)(void *t);
 };
 
+/* The user's data starts after a node of @sz bytes, word aligned. */
+#define B_USER_AFTER(sz)	(((sz) + 7) & ~(size_t)7)
+
+/*
+ * The word of a found object its user reads next (the connection's own
+ * state), so that no implementation is timed without the miss its users
+ * pay: for conntab the line after the node, for the peers that embed
+ * their node the word after it, for rte_hash (whose keys live in its
+ * own key store) the object itself.
+ */
+static inline uintptr_t b_user_word(const struct bench_impl *im,
+				    const void *p)
+{
+	return p ? *(const uintptr_t *)((const char *)p + im->user_off) : 0;
+}
+
 /* Every implementation this build knows, in report order. */
 size_t b_impls(const struct bench_impl **out, size_t max);
 
@@ -82,6 +102,17 @@ void b_lfht_worker_stop(void);
 extern const struct bench_impl b_impl_plain;
 #ifdef HAVE_CK
 extern const struct bench_impl b_impl_ck;
+#endif
+#ifdef HAVE_DPDK
+/* bench/peer-rte.c: DPDK's rte_hash, single- and multi-writer. */
+extern const struct bench_impl b_impl_rte;
+extern const struct bench_impl b_impl_rte_mw;
+extern const struct bench_impl b_impl_rte_mw_jhash;
+/* The EAL, when one of @im is an rte peer; 0, or -1 if it failed. */
+int b_rte_init(const struct bench_impl **im, size_t ni);
+void b_rte_fini(void);
+/* Give the calling thread an lcore id (multi-writer tables need one). */
+void b_rte_thread_register(void);
 #endif
 
 #endif /* BENCH_IMPL_H */

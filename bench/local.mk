@@ -1,5 +1,5 @@
-# conntab-bench: every backend and the peers (lfht, ck_ht, plain) on the
-# same keys; see doc/performance.md.
+# conntab-bench: every backend and the peers (lfht, ck_ht, rte_hash,
+# plain) on the same keys; see doc/performance.md.
 bin_PROGRAMS += bench/conntab-bench
 
 bench_conntab_bench_SOURCES = \
@@ -21,6 +21,17 @@ bench_conntab_bench_LDADD = lib/libconntab.la $(URCU_CDS_LIBS) $(URCU_LIBS) \
 if HAVE_CK
 bench_conntab_bench_SOURCES += bench/impl-ck.c
 bench_conntab_bench_LDADD += -lck
+endif
+# The rte_hash peers, when configure found libdpdk: their own library,
+# so that DPDK's flags (-march, -include rte_config.h) reach this one
+# file and not the rest of the benchmark.
+if HAVE_DPDK
+noinst_LTLIBRARIES += bench/libpeer-rte.la
+bench_libpeer_rte_la_SOURCES = bench/peer-rte.c
+bench_libpeer_rte_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
+	$(URCU_CFLAGS) $(DPDK_CFLAGS)
+bench_libpeer_rte_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+bench_conntab_bench_LDADD += bench/libpeer-rte.la $(DPDK_LIBS)
 endif
 # The pcap workload, when configure found libpcap.
 bench_conntab_bench_SOURCES += bench/capture.h

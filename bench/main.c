@@ -66,6 +66,8 @@ static bool impl_selected(const char *name)
 /* --grown: the unsized twins, NAME-grown. */
 static struct bench_impl grown[B_MAX_IMPLS];
 static char grown_name[B_MAX_IMPLS][32];
+/* check_impls(): every implementation of the build, BI_ASKED ones too. */
+static bool impls_all;
 
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
@@ -81,8 +83,14 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	all[na++] = &b_impl_ck;
 #endif
 	all[na++] = &b_impl_plain;
+#ifdef HAVE_DPDK
+	all[na++] = &b_impl_rte;
+	all[na++] = &b_impl_rte_mw;
+	all[na++] = &b_impl_rte_mw_jhash;
+#endif
 	for (i = 0; i < na && n < max; i++)
-		if (impl_selected(all[i]->name))
+		if (impls_all || (impl_selected(all[i]->name) &&
+				  (b_opts.impls || !(all[i]->flags & BI_ASKED))))
 			out[n++] = all[i];
 	sel = n;
 	for (i = 0; b_opts.grown && i < sel && n < max; i++) {
@@ -314,6 +322,7 @@ static void parse_workloads(const char *arg)
 static const char *const impl_names[] = {
 	"chained", "split", "exthash", "trie",
 	"lfht", "lfht-jhash", "ck_ht", "plain",
+	"rte_hash", "rte_hash-mw", "rte_hash-mw-jhash",
 };
 
 /*
@@ -329,7 +338,9 @@ static void check_impls(const char *arg)
 
 	b_opts.impls = NULL;
 	b_opts.grown = false;
+	impls_all = true;
 	na = b_impls(all, B_MAX_IMPLS);
+	impls_all = false;
 	b_opts.grown = was_grown;
 	for (i = 0; i < na && o < sizeof(known); i++)
 		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
@@ -376,6 +387,10 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 		h = conntab_hash_name(b_opts.hash_used);
 		if (im[i]->flags & BI_JHASH)
 			h = "jhash";
+#ifdef HAVE_DPDK
+		else if (im[i]->create == b_impl_rte.create)
+			h = "crc32";
+#endif
 		else if (im[i]->flags & BI_CONNTAB) {
 			cfg.backend = (enum conntab_backend)im[i]->backend;
 			t = conntab_create(&cfg);
@@ -448,6 +463,7 @@ static void usage(FILE *f)
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer, 1 to 1e8\n"
+"  --writers W        churn: writer threads beside the readers (1)\n"
 "                     (default 50000)\n"
 "  --reps K           repetitions, 1 to 64, the median is reported\n"
 "                     (default 5)\n"
@@ -481,6 +497,7 @@ static void parse(int argc, char **argv)
 		{ "impl", required_argument, NULL, 'i' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "rate", required_argument, NULL, 'R' },
+		{ "writers", required_argument, NULL, 'V' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "v6", no_argument, NULL, '6' },
@@ -512,6 +529,7 @@ static void parse(int argc, char **argv)
 	b_opts.threads = 2;
 	b_opts.reps = 5;
 	b_opts.write_rate = 50000;
+	b_opts.writers = 1;
 	b_opts.seed = b_now_ns();
 	b_opts.zipf[0] = 1.0;
 	b_opts.nzipf = 1;
@@ -543,6 +561,10 @@ static void parse(int argc, char **argv)
 		case 't':
 			b_opts.threads = (unsigned int)opt_uint(opt, optarg, 1,
 				B_MAX_THREADS, "a thread count");
+			break;
+		case 'V':
+			b_opts.writers = (unsigned int)opt_uint(opt, optarg, 1,
+				B_MAX_THREADS / 2, "a thread count");
 			break;
 		case 'R':
 			b_opts.write_rate = (unsigned long)opt_uint(opt,
@@ -675,7 +697,7 @@ int main(int argc, char **argv)
 	const struct bench_impl *im[B_MAX_IMPLS];
 	uint64_t start = b_now_ns();
 	struct bench_keys keys;
-	char hashes[512];
+	char hashes[512], wr[32] = "";
 	unsigned int s;
 	size_t ni;
 
@@ -690,21 +712,30 @@ int main(int argc, char **argv)
 	if (b_opts.pcap && b_pcap_load())
 		return 1;
 #endif
+#ifdef HAVE_DPDK
+	/* Before any thread of ours: the EAL's own inherit no pinning. */
+	if (b_rte_init(im, ni))
+		return 1;
+#endif
 	rcu_register_thread();
 	resolve_hash(im, ni, hashes, sizeof(hashes));
 	helpers_start();
 	b_budget_init();
 	if (b_opts.pin)
 		b_pin_self(0);
+	if (b_opts.writers > 1)
+		snprintf(wr, sizeof(wr), ", churn writers %u", b_opts.writers);
 	if (!b_opts.json) {
 		printf("# conntab-bench %s%s keys, secret %s, seed %llu, "
-		       "median of %u, threads %u%s, %s clock\n",
+		       "median of %u, threads %u%s%s, %s clock\n",
 		       b_opts.v6 ? "IPv6" : "IPv4",
 		       b_opts.keyset == KS_WORST_MEM ? " worst-mem" :
 		       b_opts.keyset == KS_WORST_DEPTH ? " worst-depth" : "",
 		       b_opts.zero_secret ? "zero" : "random",
 		       (unsigned long long)b_opts.seed, b_opts.reps,
-		       b_opts.threads, b_opts.pin ? ", pinned" : "",
+		       b_opts.threads,
+		       wr,
+		       b_opts.pin ? ", pinned" : "",
 		       b_opts.cpu_clock ? "cpu" : "wall");
 		printf("# hash %s (--hash %s): %s\n",
 		       conntab_hash_name(b_opts.hash_used),
@@ -760,6 +791,9 @@ int main(int argc, char **argv)
 		printf("\n# elapsed %.1f s\n",
 		       (double)(b_now_ns() - start) / 1e9);
 	b_report_summary();
+#ifdef HAVE_DPDK
+	b_rte_fini();
+#endif
 	b_lfht_worker_stop();
 	rcu_unregister_thread();
 	if (failures)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The user objects of one implementation: n lines, key i in line slot[i],
- * so consecutive keys live at unrelated addresses.
+ * The user objects of one implementation: n slots of B_OBJ bytes (the
+ * node's line, then the user's), key i in slot[i], so consecutive keys
+ * live at unrelated addresses.
  */
 #ifndef BENCH_OBJS_H
 #define BENCH_OBJS_H
@@ -25,7 +26,7 @@ struct bench_table {
 static inline void *b_obj(const struct bench_objs *o,
 			  const struct bench_keys *k, size_t i)
 {
-	return o->base + (size_t)k->slot[i] * B_LINE;
+	return o->base + (size_t)k->slot[i] * B_OBJ;
 }
 
 /*
@@ -83,6 +84,7 @@ struct b_writer {
 	void *t;
 	const struct bench_keys *k;
 	unsigned int cpu;
+	size_t first, pool;	/* its absent keys: [first, first + pool) */
 	volatile int stop;
 	size_t pairs;		/* insert+remove pairs done (relaxed) */
 	size_t fails;
@@ -90,6 +92,10 @@ struct b_writer {
 
 void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
 		    const struct bench_keys *k, unsigned int cpu);
+/* Writer @id of @nw: its own slice of the absent keys. */
+void b_writer_start_nth(struct b_writer *w, const struct bench_impl *im,
+			void *t, const struct bench_keys *k, unsigned int cpu,
+			unsigned int id, unsigned int nw);
 size_t b_writer_pairs(struct b_writer *w);
 /* Stop and join; failed writes are reported as wrong answers of @what. */
 void b_writer_stop(struct b_writer *w, const char *what);

@@ -29,7 +29,7 @@ static const size_t scan_budgets[] = { 64, 1000 };
 
 /* What a pass saw: visits per object of the N keys, and in all. */
 struct scan_seen {
-	const char *base;	/* the N keys' objects, a line each */
+	const char *base;	/* the N keys' objects, B_OBJ each */
 	size_t n, visited;
 	uint8_t *count;
 };
@@ -40,9 +40,9 @@ static int seen_fn(struct conntab_node *node, void *arg)
 	const char *p = (const char *)node;
 
 	s->visited++;
-	if (p >= s->base && p < s->base + s->n * B_LINE &&
-	    s->count[(size_t)(p - s->base) / B_LINE] < 255)
-		s->count[(size_t)(p - s->base) / B_LINE]++;
+	if (p >= s->base && p < s->base + s->n * B_OBJ &&
+	    s->count[(size_t)(p - s->base) / B_OBJ] < 255)
+		s->count[(size_t)(p - s->base) / B_OBJ]++;
 	return 0;
 }
 

@@ -58,10 +58,40 @@ has '^grow-resizes	exthash	4096	1	'
 has '^# elapsed [0-9.]* s$'
 # Last, conntab against each peer, one line each.
 has '^# conntab against each peer at n=4096, one thread'
-has '^# chained vs lfht  *lookup [0-9.]*x, batch16 [0-9.]*x, insert '
+has '^# chained vs lfht  *lookup [0-9.]*x, batch16 [0-9.]*x, batch32 [0-9.]*x, insert '
 has '^# chained vs plain  *lookup '
-[ "$(echo "$out" | tail -1 | cut -c1-17)" = "# chained vs plai" ] ||
+# The rte_hash peers, when this build has DPDK (configure found libdpdk):
+# every lookup workload, writes, memory, churn with readers, and the
+# issue 28 targets against rte_hash-mw. They are the last peers.
+last="# chained vs plai"
+if $bench --impl rte_hash --n 1K --reps 1 --workload memory >/dev/null 2>&1
+then
+	last="# chained vs rte_"
+	has '^lookup	rte_hash	4096	1	'
+	has '^lookup-dep	rte_hash-mw	4096	1	'
+	has '^batch32	rte_hash-mw	4096	1	'
+	has '^batch64	rte_hash	4096	1	'
+	has '^remove	rte_hash-mw	4096	1	'
+	has '^memory	rte_hash-mw	4096	1	'
+	has '^zipf-s1.00-b16	rte_hash-mw	4096	2	'
+	has '^trains-s1.00	rte_hash	4096	1	'
+	has '^churn	rte_hash-mw	4096	2	'
+	has '^writers	rte_hash-mw	4096	2	'
+	has '^# batch16/rte_hash-mw  *chained '
+	has '^# memory/rte_hash-mw  *split '
+	has '^# chained vs rte_hash-mw lookup [0-9.]*x, batch16 [0-9.]*x, batch32 '
+	# the single-writer table is in no workload with several writers
+	echo "$out" | grep -q '^churn	rte_hash	' && fail "churn of rte_hash"
+fi
+[ "$(echo "$out" | tail -1 | cut -c1-17)" = "$last" ] ||
 	fail "the last line is not conntab against the last peer"
+# rte_hash on IPv6 keys (the 40-byte key), and its jhash choice.
+if [ "$last" = "# chained vs rte_" ]; then
+	out=$($bench --v6 --n 4K --reps 1 --threads 1 \
+		--impl rte_hash,rte_hash-mw-jhash --workload lookup,batch,insert)
+	has '^# hash .*rte_hash crc32, rte_hash-mw-jhash jhash'
+	has '^batch16	rte_hash-mw-jhash	4096	1	'
+fi
 # The time budget: a microsecond is spent by the first repetition, so
 # every implementation is stopped by the second at the latest, without
 # a wrong answer (exit status); the rows and a note say so. A stopped

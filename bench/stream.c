@@ -5,7 +5,8 @@
  * times lookups goes through here, so that they all take the read lock,
  * count hits and time alike.
  *
- * Every result of a lookup is accumulated into a sink and the hits are
+ * Every result of a lookup, and the word of the user's data in the object
+ * it returns (b_user_word()), is accumulated into a sink and the hits are
  * counted (the caller checks them), so the compiler cannot drop a lookup
  * and a broken implementation cannot look fast. One-at-a-time readers take
  * the read lock once per B_READ_CHUNK lookups, batches once per batch,
@@ -50,7 +51,7 @@ double b_run_lookup(const struct bench_impl *im, void *t,
 			for (j = i; j < end; j++) {
 				void *p = im->lookup(t, &keys[j]);
 
-				acc += (uintptr_t)p;
+				acc += (uintptr_t)p + b_user_word(im, p);
 				hit += p != NULL;
 			}
 			rcu_read_unlock();
@@ -73,7 +74,7 @@ double b_run_batch(const struct bench_impl *im, void *t,
 		   size_t bs, size_t *found)
 {
 	void *out[B_MAX_BATCH];
-	size_t done, i, len, cnt, hit = 0;
+	size_t done, i, j, len, cnt, hit = 0;
 	uintptr_t acc = 0;
 	uint64_t t0 = b_time_ns();
 
@@ -85,8 +86,10 @@ double b_run_batch(const struct bench_impl *im, void *t,
 				goto out;
 			rcu_read_lock();
 			hit += im->batch(t, &keys[i], out, cnt);
+			for (j = 0; j < cnt; j++)
+				acc += (uintptr_t)out[j] +
+				       b_user_word(im, out[j]);
 			rcu_read_unlock();
-			acc += (uintptr_t)out[0] + (uintptr_t)out[cnt - 1];
 		}
 	}
 out:

@@ -38,7 +38,7 @@ refused "--hash: unknown hash 'md5'" --hash md5
 refused '--zipf: 11 is not a Zipf exponent (0 to 10)' --zipf 11
 refused '--zipf: more than 8' --zipf 1,1,1,1,1,1,1,1,1
 refused "stray argument 'extra'" --n 4K extra
-refused "--impl: unknown implementation 'nope' (known: chained .*plain)" \
+refused "--impl: unknown implementation 'nope' (known: chained .*plain.*)" \
 	--impl nope,chained
 refused "--workload: unknown workload 'lookups' (known: floor " \
 	--workload lookups
@@ -47,6 +47,7 @@ refused '--plot: x.txt: the file name must end in .svg or .png' \
 	--plot x.txt
 refused '--reps: 0 is not a repetition count' --reps 0
 refused '--rate: 0 is not a rate' --rate 0
+refused '--writers: 0 is not a thread count' --writers 0
 refused '--train: 0.5 is not a mean train length' --train 0.5
 refused '--tw-share: 1.5 is not a share' --tw-share 1.5
 refused "--budget: '2s' is not a number" --budget 2s

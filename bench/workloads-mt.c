@@ -75,7 +75,7 @@ static void *reader_fn(void *arg)
 			else if (++i == n)
 				i = 0;
 			p = r->im->lookup(r->t, &keys[i]);
-			acc += (uintptr_t)p;
+			acc += (uintptr_t)p + b_user_word(r->im, p);
 			miss += !p;
 		}
 		rcu_read_unlock();
@@ -156,9 +156,9 @@ static void sleep_ns(uint64_t ns)
 static void *writer_fn(void *arg)
 {
 	struct b_writer *w = arg;
-	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
-						   : B_CHURN_POOL;
-	char *objs = b_alloc(pool * B_LINE);
+	const struct conntab_key *keys = w->k->absent + w->first;
+	size_t pool = w->pool;
+	char *objs = b_alloc(pool * B_OBJ);
 	size_t i, done = 0, fails = 0;
 	uint64_t t0;
 
@@ -167,13 +167,13 @@ static void *writer_fn(void *arg)
 	while (!w->stop) {
 		for (i = 0; i < pool + B_CHURN_LAG && !w->stop; i++) {
 			if (i < pool) {
-				memset(objs + i * B_LINE, 0, B_LINE);
-				fails += w->im->insert(w->t, objs + i * B_LINE,
-						       &w->k->absent[i]) != 0;
+				memset(objs + i * B_OBJ, 0, B_OBJ);
+				fails += w->im->insert(w->t, objs + i * B_OBJ,
+						       &keys[i]) != 0;
 			}
 			if (i >= B_CHURN_LAG)
 				fails += w->im->remove(w->t, objs +
-					(i - B_CHURN_LAG) * B_LINE) != 0;
+					(i - B_CHURN_LAG) * B_OBJ) != 0;
 			if (i >= B_CHURN_LAG && i < pool)
 				done++;
 			if (!(done & 63)) {
@@ -193,7 +193,7 @@ static void *writer_fn(void *arg)
 	}
 	/* Leave the table as it was: drop what is still linked. */
 	for (i = 0; i < pool; i++)
-		w->im->remove(w->t, objs + i * B_LINE);
+		w->im->remove(w->t, objs + i * B_OBJ);
 	synchronize_rcu();
 	w->fails = fails;
 	rcu_unregister_thread();
@@ -201,14 +201,26 @@ static void *writer_fn(void *arg)
 	return NULL;
 }
 
-void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
-		    const struct bench_keys *k, unsigned int cpu)
+void b_writer_start_nth(struct b_writer *w, const struct bench_impl *im,
+			void *t, const struct bench_keys *k, unsigned int cpu,
+			unsigned int id, unsigned int nw)
 {
-	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu };
+	size_t pool = k->nabsent / nw;
+
+	if (pool > B_CHURN_POOL)
+		pool = B_CHURN_POOL;
+	*w = (struct b_writer){ .im = im, .t = t, .k = k, .cpu = cpu,
+				.first = pool * id, .pool = pool };
 	if (pthread_create(&w->tid, NULL, writer_fn, w)) {
 		fprintf(stderr, "conntab-bench: no writer thread\n");
 		exit(1);
 	}
+}
+
+void b_writer_start(struct b_writer *w, const struct bench_impl *im, void *t,
+		    const struct bench_keys *k, unsigned int cpu)
+{
+	b_writer_start_nth(w, im, t, k, cpu, 0, 1);
 }
 
 size_t b_writer_pairs(struct b_writer *w)
@@ -226,7 +238,8 @@ void b_writer_stop(struct b_writer *w, const char *what)
 }
 
 /*
- * One churn measurement: @nr readers and one writer on table @tb, for a
+ * One churn measurement: @nr readers and --writers writers (each on its
+ * own absent keys, at --rate pairs/s each) on table @tb, for a
  * set time (--quick: 50 ms, enough for a figure that only has to be
  * there), so the time budget only ends what follows it early.
  */
@@ -236,22 +249,27 @@ static void churn_rep(struct bench_table *tb, const struct bench_keys *k,
 	uint64_t dur = b_opts.quick ? 50000000ull : 400000000ull, t0, t1;
 	const struct bench_impl *im = tb->im;
 	struct reader rd[B_MAX_THREADS];
+	static struct b_writer w[B_MAX_THREADS];
+	unsigned int nw = b_opts.writers, i;
 	volatile int stop = 0;
-	struct b_writer w;
-	size_t l0, l1, p0, p1, look, miss;
+	size_t l0, l1, p0 = 0, p1 = 0, look, miss;
 	int ready;
 
 	readers_start(rd, nr, false, im, tb->t, k, &stop, NULL, &ready);
-	b_writer_start(&w, im, tb->t, k, nr);
+	for (i = 0; i < nw; i++)
+		b_writer_start_nth(&w[i], im, tb->t, k, nr + i, i, nw);
 	sleep_ns(dur / 8);	/* let everyone get going */
 	l0 = readers_count(rd, nr);
-	p0 = b_writer_pairs(&w);
+	for (i = 0; i < nw; i++)
+		p0 += b_writer_pairs(&w[i]);
 	t0 = b_now_ns();
 	sleep_ns(dur);
 	l1 = readers_count(rd, nr);
-	p1 = b_writer_pairs(&w);
+	for (i = 0; i < nw; i++)
+		p1 += b_writer_pairs(&w[i]);
 	t1 = b_now_ns();
-	b_writer_stop(&w, "churn");
+	for (i = 0; i < nw; i++)
+		b_writer_stop(&w[i], "churn");
 	readers_stop(rd, nr, &stop, &look, &miss);
 	b_check_found(im, "churn", look - miss, look);
 	*lps = (double)(l1 - l0) * 1e9 / (double)(t1 - t0);
@@ -375,7 +393,7 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	int ready;
 	void *t;
 
-	memset(o->base, 0, n * B_LINE);
+	memset(o->base, 0, n * B_OBJ);
 	heap0 = b_heap_bytes();
 	t = b_create(im, 0, k->secret);
 	readers_start(rd, nr, true, im, t, k, &stop, &count, &ready);
@@ -497,14 +515,14 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over()); i++)
 		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
-				     two + (size_t)k->slot[i] * B_LINE) != 0;
+				     two + (size_t)k->slot[i] * B_OBJ) != 0;
 	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over());
 	     i++) {
-		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_LINE,
+		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_OBJ,
 				    &k->keys[i], &old) != 0;
-		fail += old != two + (size_t)k->slot[i] * B_LINE;
+		fail += old != two + (size_t)k->slot[i] * B_OBJ;
 	}
 	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	readers_stop(rd, nr, &stop, &look, &miss);
@@ -533,8 +551,8 @@ static void timewait(const struct bench_impl **im, size_t ni,
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
 		tb[i].t = NULL;
-		two[i] = b_alloc(n * B_LINE);
-		nwo[i] = b_alloc(n * B_LINE);
+		two[i] = b_alloc(n * B_OBJ);
+		nwo[i] = b_alloc(n * B_OBJ);
 		if (!b_budget_enter(B_W(W_TIMEWAIT), im[i], n,
 				    "building its table"))
 			continue;
