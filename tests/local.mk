@@ -21,6 +21,11 @@
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
 #                     nodes, readers of assured keys while it evicts,
 #                     evictions racing each other and removes
+#   test-pair         conntab_insert_pair() and pairs in the rest of the
+#                     API (removal, timewait, walks, scans across
+#                     resizes, destroy, eviction, counters); pair inserts
+#                     racing single inserts of either key, evicting
+#                     inserters of pairs at the cap
 #   test-flavor-memb, test-flavor-mb, test-flavor-signal,
 #   test-flavor-qsbr, test-flavor-bp
 #                     the same library under each liburcu flavor; writers
@@ -42,6 +47,7 @@ T_PROGS = \
 	tests/test-race \
 	tests/test-scan \
 	tests/test-evict \
+	tests/test-pair \
 	tests/test-flavor-memb \
 	tests/test-flavor-mb \
 	tests/test-flavor-signal \
@@ -97,6 +103,11 @@ tests_test_scan_LDADD = $(T_MEMB_LDADD)
 tests_test_evict_SOURCES = tests/test-evict.c $(T_THREADS)
 tests_test_evict_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_evict_LDADD = $(T_MEMB_LDADD)
+
+tests_test_pair_SOURCES = tests/test-pair.c $(T_HELPERS)
+tests_test_pair_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_pair_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_pair_LDADD = $(T_MEMB_LDADD)
 
 # The same library under every flavor: one source, built per flavor,
 # linking that flavor's library only.
