@@ -855,13 +855,25 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 {
 	struct conntab_node *old = ct_w_node(pa->end);
+	void *o = __atomic_load_n(&old->ct_owner, __ATOMIC_ACQUIRE);
 	struct ct_thold h;
 	int err = 0;
 
-	/* A pair's half whose step may yet fail: not -EEXIST (P2). */
-	if (ct_t_claimed(ins->tr, old) &&
-	    old->ct_state == CONNTAB_ESTABLISHED && old->ct_peer)
+	/*
+	 * Found by a descent under no lock, so old may have left since:
+	 * only a node still in the table (or an eviction's victim, which
+	 * is in until its newcomer is) makes -EEXIST. A node already out
+	 * (owner NULL: the acquire pairs with the release that ended its
+	 * life, after its leaf was unlinked) is looked for again; a pair's
+	 * half that another step holds is waited for by the front end
+	 * (P2): that step may yet fail and take it out, as a pair insert
+	 * that met -EEXIST on its other key does, and then the key was
+	 * never in.
+	 */
+	if (o == ct_evict_mark(&ins->tr->base) && old->ct_peer)
 		return CT_ECLAIMED;
+	if (o != &ins->tr->base && o != ct_evict_mark(&ins->tr->base))
+		return -EAGAIN;
 	if (!ins->recycled)
 		return -EEXIST;
 	ct_hold_init(&h, &pa->at[pa->n], NULL);
