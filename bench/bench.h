@@ -21,6 +21,13 @@
 #include "capture.h"
 
 #define B_LINE		64
+/*
+ * Bytes each user object gets, at a line boundary: two lines, so that
+ * conntab's node (72 bytes since 0.4, for the pair link) keeps its first
+ * 64, all that a lookup reads, in one line, as every peer's object keeps
+ * its whole self. Objects were one line each until 0.4.
+ */
+#define B_OBJ		(2 * B_LINE)
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64

@@ -53,8 +53,8 @@ static int evict_rep(const struct bench_impl *im, const struct bench_keys *k,
 	uint64_t t0;
 	int err = 0;
 
-	memset(o->base, 0, n * B_LINE);
-	memset(extra, 0, m * B_LINE);
+	memset(o->base, 0, n * B_OBJ);
+	memset(extra, 0, m * B_OBJ);
 	t = conntab_create(&cfg);
 	if (!t) {
 		fprintf(stderr, "conntab-bench: %s: create failed\n", im->name);
@@ -70,7 +70,7 @@ static int evict_rep(const struct bench_impl *im, const struct bench_keys *k,
 	for (i = 0; i < m && err != -EOPNOTSUPP &&
 		    !(i % 64 == 0 && b_over()); i++) {
 		err = conntab_insert_evict(t, (struct conntab_node *)
-					   (extra + i * B_LINE),
+					   (extra + i * B_OBJ),
 					   &k->absent[i], rank_fn, NULL,
 					   &victim);
 		fail += err != 0;
@@ -108,7 +108,7 @@ void b_run_evict(const struct bench_impl **all, size_t nall,
 	ni = b_pick(all, nall, BI_CONNTAB, im);
 	for (i = 0; i < ni; i++) {
 		b_objs_init(&o[i], im[i], n);
-		extra[i] = b_alloc(m * B_LINE);
+		extra[i] = b_alloc(m * B_OBJ);
 		ok[i] = true;
 	}
 	for (rep = 0; rep < b_opts.reps; rep++) {

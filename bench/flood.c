@@ -109,10 +109,10 @@ static void flood_build(struct flood_table *ft, const struct bench_impl *im,
 	t = b_create(im, nf, secret);
 	/* Objects in order: these lookups walk chains, not the heap. */
 	for (i = 0; i < nf && !(i % 64 == 0 && b_over()); i++)
-		fail += im->insert(t, ft->tb.o.base + i * B_LINE,
+		fail += im->insert(t, ft->tb.o.base + i * B_OBJ,
 				   &k->keys[i]) != 0;
 	for (i = 0; i < na && !(i % 64 == 0 && b_over()); i++)
-		fail += im->insert(t, ft->tb.o.base + (nf + i) * B_LINE,
+		fail += im->insert(t, ft->tb.o.base + (nf + i) * B_OBJ,
 				   &atk[i]) != 0;
 	if (fail)
 		b_failed("%s flood: %zu inserts failed", im->name, fail);

@@ -46,7 +46,7 @@
 struct bench_impl {
 	const char *name;
 	unsigned int flags;
-	size_t obj_size;	/* bytes per user object (<= one line each) */
+	size_t obj_size;	/* bytes per user object (<= B_OBJ each) */
 	int backend;		/* conntab backend, for BI_CONNTAB */
 	/* expected = 0: no sizing hint. NULL on failure. */
 	void *(*create)(const struct bench_impl *im, size_t expected,

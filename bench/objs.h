@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The user objects of one implementation: n lines, key i in line slot[i],
+ * The user objects of one implementation: n slots of B_OBJ bytes, key i
+ * in slot[i],
  * so consecutive keys live at unrelated addresses.
  */
 #ifndef BENCH_OBJS_H
@@ -25,7 +26,7 @@ struct bench_table {
 static inline void *b_obj(const struct bench_objs *o,
 			  const struct bench_keys *k, size_t i)
 {
-	return o->base + (size_t)k->slot[i] * B_LINE;
+	return o->base + (size_t)k->slot[i] * B_OBJ;
 }
 
 /*

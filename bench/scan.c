@@ -40,9 +40,9 @@ static int seen_fn(struct conntab_node *node, void *arg)
 	const char *p = (const char *)node;
 
 	s->visited++;
-	if (p >= s->base && p < s->base + s->n * B_LINE &&
-	    s->count[(size_t)(p - s->base) / B_LINE] < 255)
-		s->count[(size_t)(p - s->base) / B_LINE]++;
+	if (p >= s->base && p < s->base + s->n * B_OBJ &&
+	    s->count[(size_t)(p - s->base) / B_OBJ] < 255)
+		s->count[(size_t)(p - s->base) / B_OBJ]++;
 	return 0;
 }
 

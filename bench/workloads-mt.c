@@ -158,7 +158,7 @@ static void *writer_fn(void *arg)
 	struct b_writer *w = arg;
 	size_t pool = w->k->nabsent < B_CHURN_POOL ? w->k->nabsent
 						   : B_CHURN_POOL;
-	char *objs = b_alloc(pool * B_LINE);
+	char *objs = b_alloc(pool * B_OBJ);
 	size_t i, done = 0, fails = 0;
 	uint64_t t0;
 
@@ -167,13 +167,13 @@ static void *writer_fn(void *arg)
 	while (!w->stop) {
 		for (i = 0; i < pool + B_CHURN_LAG && !w->stop; i++) {
 			if (i < pool) {
-				memset(objs + i * B_LINE, 0, B_LINE);
-				fails += w->im->insert(w->t, objs + i * B_LINE,
+				memset(objs + i * B_OBJ, 0, B_OBJ);
+				fails += w->im->insert(w->t, objs + i * B_OBJ,
 						       &w->k->absent[i]) != 0;
 			}
 			if (i >= B_CHURN_LAG)
 				fails += w->im->remove(w->t, objs +
-					(i - B_CHURN_LAG) * B_LINE) != 0;
+					(i - B_CHURN_LAG) * B_OBJ) != 0;
 			if (i >= B_CHURN_LAG && i < pool)
 				done++;
 			if (!(done & 63)) {
@@ -193,7 +193,7 @@ static void *writer_fn(void *arg)
 	}
 	/* Leave the table as it was: drop what is still linked. */
 	for (i = 0; i < pool; i++)
-		w->im->remove(w->t, objs + i * B_LINE);
+		w->im->remove(w->t, objs + i * B_OBJ);
 	synchronize_rcu();
 	w->fails = fails;
 	rcu_unregister_thread();
@@ -375,7 +375,7 @@ static void grow_rep(const struct bench_impl *im, struct bench_objs *o,
 	int ready;
 	void *t;
 
-	memset(o->base, 0, n * B_LINE);
+	memset(o->base, 0, n * B_OBJ);
 	heap0 = b_heap_bytes();
 	t = b_create(im, 0, k->secret);
 	readers_start(rd, nr, true, im, t, k, &stop, &count, &ready);
@@ -497,14 +497,14 @@ static void timewait_rep(struct bench_table *tb, const struct bench_keys *k,
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over()); i++)
 		fail += im->timewait(tb->t, b_obj(&tb->o, k, i),
-				     two + (size_t)k->slot[i] * B_LINE) != 0;
+				     two + (size_t)k->slot[i] * B_OBJ) != 0;
 	out[0] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	t0 = b_now_ns();
 	for (i = rep * m; i < rep * m + m && !(i % 64 == 0 && b_over());
 	     i++) {
-		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_LINE,
+		fail += im->recycle(tb->t, nwo + (size_t)k->slot[i] * B_OBJ,
 				    &k->keys[i], &old) != 0;
-		fail += old != two + (size_t)k->slot[i] * B_LINE;
+		fail += old != two + (size_t)k->slot[i] * B_OBJ;
 	}
 	out[1] = (double)m * 1e9 / (double)(b_now_ns() - t0);
 	readers_stop(rd, nr, &stop, &look, &miss);
@@ -533,8 +533,8 @@ static void timewait(const struct bench_impl **im, size_t ni,
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
 		tb[i].t = NULL;
-		two[i] = b_alloc(n * B_LINE);
-		nwo[i] = b_alloc(n * B_LINE);
+		two[i] = b_alloc(n * B_OBJ);
+		nwo[i] = b_alloc(n * B_OBJ);
 		if (!b_budget_enter(B_W(W_TIMEWAIT), im[i], n,
 				    "building its table"))
 			continue;

@@ -39,13 +39,13 @@ size_t b_lookups_per_rep(size_t n)
 
 void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n)
 {
-	if (im->obj_size > B_LINE) {
-		fprintf(stderr, "conntab-bench: %s objects exceed a line\n",
+	if (im->obj_size > B_OBJ) {
+		fprintf(stderr, "conntab-bench: %s objects exceed a slot\n",
 			im->name);
 		exit(1);
 	}
 	o->n = n;
-	o->base = b_alloc(n * B_LINE);
+	o->base = b_alloc(n * B_OBJ);
 }
 
 void b_objs_free(struct bench_objs *o)
@@ -85,7 +85,7 @@ void *b_build(const struct bench_impl *im, const struct bench_keys *k,
 	void *t;
 	size_t i, fail = 0;
 
-	memset(o->base, 0, o->n * B_LINE);
+	memset(o->base, 0, o->n * B_OBJ);
 	t = b_create(im, expected, k->secret);
 	/* Out of time: the caller drops the part-built table. */
 	for (i = 0; i < k->n && !(i % 64 == 0 && b_over()); i++)
@@ -323,7 +323,7 @@ static void make_timewait(struct bench_table *tb, const struct bench_keys *k)
 	for (i = 0; i < n; i++)
 		if (key_is_tw(i, n, ntw))
 			fail += tb->im->timewait(tb->t, b_obj(&tb->o, k, i),
-					tb->o.base + (n + k->slot[i]) * B_LINE)
+					tb->o.base + (n + k->slot[i]) * B_OBJ)
 				!= 0;
 	if (fail)
 		b_failed("%s: %zu of %zu time-wait transitions failed",
@@ -501,7 +501,7 @@ void b_run_update(const struct bench_impl **im, size_t ni,
 			vi[j][rep] = vr[j][rep] = NAN;
 			if (!b_budget_enter(both, im[j], n, "insert/remove"))
 				continue;
-			memset(o[j].base, 0, n * B_LINE);
+			memset(o[j].base, 0, n * B_OBJ);
 			t = b_create(im[j], n, k->secret);
 			fail = 0;
 			t0 = b_time_ns();

@@ -49,11 +49,11 @@ static void *writer_fn(void *arg)
 	/* Out of time: the table is left with what is in it. */
 	for (r = 0; r < B_WRITER_ROUNDS && !b_over(); r++) {
 		for (i = 0; i < w->n && !(i % 64 == 0 && b_over()); i++)
-			w->fails += w->im->insert(w->t, w->objs + i * B_LINE,
+			w->fails += w->im->insert(w->t, w->objs + i * B_OBJ,
 						  &w->keys[i]) != 0;
 		for (i = 0; i < w->n && !(i % 64 == 0 && b_over()); i++)
 			w->fails += w->im->remove(w->t,
-						  w->objs + i * B_LINE) != 0;
+						  w->objs + i * B_OBJ) != 0;
 		if (b_over())
 			break;
 		/*
@@ -62,7 +62,7 @@ static void *writer_fn(void *arg)
 		 * on a node just removed.
 		 */
 		synchronize_rcu();
-		memset(w->objs, 0, w->n * B_LINE);
+		memset(w->objs, 0, w->n * B_OBJ);
 	}
 	w->cpu_ns = b_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 	rcu_unregister_thread();
@@ -84,7 +84,7 @@ static void writers_rep(struct bench_table *tb, const struct bench_keys *k,
 	for (i = 0; i < nw; i++) {
 		w[i] = (struct wr){
 			.im = tb->im, .t = tb->t, .keys = k->absent + i * slice,
-			.objs = objs + i * slice * B_LINE, .n = slice,
+			.objs = objs + i * slice * B_OBJ, .n = slice,
 			.cpu = i, .ready = &ready, .go = &go,
 		};
 		if (pthread_create(&w[i].tid, NULL, writer_fn, &w[i])) {
@@ -134,7 +134,7 @@ void b_run_writers(const struct bench_impl **all, size_t nall,
 		b_objs_init(&tb[i].o, im[i], n);
 		tb[i].im = im[i];
 		tb[i].t = NULL;
-		objs[i] = b_alloc(slice * cfg[nc - 1] * B_LINE);
+		objs[i] = b_alloc(slice * cfg[nc - 1] * B_OBJ);
 		if (!b_budget_enter(B_W(W_WRITERS), im[i], n,
 				    "building its table"))
 			continue;
