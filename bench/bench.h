@@ -22,9 +22,11 @@
 
 #define B_LINE		64
 /*
- * Bytes per user object: the implementation's node (at most a line) and
- * the user's own data after it, which every lookup reads a word of
- * (impl.h, b_user_word()).
+ * Bytes per user object, at a line boundary: the implementation's node
+ * and the user's own data after it, which every lookup reads a word of
+ * (impl.h, b_user_word()). conntab's node is 72 bytes since 0.4 (the
+ * pair link follows the line a lookup reads), so its user word is on
+ * the second line, as a user's object would have it.
  */
 #define B_OBJ		(2 * B_LINE)
 #define B_MAX_N		8

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * conntab's own backends, through the public API only: the object is the
- * struct conntab_node itself (64 bytes, one line).
+ * struct conntab_node itself (72 bytes: the line a lookup reads, then the
+ * pair link).
  */
 #include "config.h"
 

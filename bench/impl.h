@@ -49,7 +49,7 @@
 struct bench_impl {
 	const char *name;
 	unsigned int flags;
-	size_t obj_size;	/* bytes of the node part (<= one line) */
+	size_t obj_size;	/* bytes of the node part */
 	size_t user_off;	/* the user's word a lookup then reads */
 	int backend;		/* conntab backend, for BI_CONNTAB */
 	/* expected = 0: no sizing hint. NULL on failure. */

@@ -39,8 +39,9 @@ size_t b_lookups_per_rep(size_t n)
 
 void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n)
 {
-	if (im->obj_size > B_LINE) {
-		fprintf(stderr, "conntab-bench: %s objects exceed a line\n",
+	if (im->obj_size > B_OBJ ||
+	    im->user_off + sizeof(uintptr_t) > B_OBJ) {
+		fprintf(stderr, "conntab-bench: %s objects exceed a slot\n",
 			im->name);
 		exit(1);
 	}

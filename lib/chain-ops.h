@@ -35,6 +35,9 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 
 	old = ct_chain_find_locked(head, n->ct_hash, &n->ct_key, &pprev, &len);
 	if (old) {
+		/* A pair's half whose step may yet fail: not -EEXIST (P2). */
+		if (ct_node_check_locked(old, t, false) == CT_ECLAIMED)
+			return CT_ECLAIMED;
 		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT)
 			return -EEXIST;
 		ct_chain_replace(pprev, old, n);
@@ -46,7 +49,7 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 	/* Also for an eviction that pushes @n after -ENOSPC. */
 	d->chain = len + 1;
 	/* After the key check: a duplicate is -EEXIST, not -ENOSPC. */
-	if (!ct_reserve(t))
+	if (!ct_reserve(t, n))
 		return -ENOSPC;
 	ct_chain_push(head, n);		/* n is private until here */
 	d->entries++;
@@ -54,17 +57,24 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 	return 0;
 }
 
-/* Unlink @n from the chain at @head; -ENOENT if it is not there. */
+/*
+ * Unlink @n from the chain at @head; -ENOENT if it is not there,
+ * CT_ECLAIMED if another writer step holds it (@claimed: we do).
+ */
 static inline int ct_chain_remove_locked(struct conntab *t,
 					 struct conntab_node **head,
 					 struct conntab_node *n,
-					 struct ct_delta *d)
+					 struct ct_delta *d, bool claimed)
 {
 	struct conntab_node **pprev;
+	int err;
 
 	/* Recheck under the lock: a racing remove may have won. */
 	ct_delay(CT_DP_CHAIN_LOCK_REMOVE);
-	if (!ct_node_owned(n, t) || !(pprev = ct_chain_pprev(head, n)))
+	err = ct_node_check_locked(n, t, claimed);
+	if (err)
+		return err;
+	if (!(pprev = ct_chain_pprev(head, n)))
 		return -ENOENT;
 	/* Release: a mover's invariants (exthash I2) need it; free on x86. */
 	ct_chain_unlink_release(pprev, n);
@@ -72,7 +82,7 @@ static inline int ct_chain_remove_locked(struct conntab *t,
 	d->entries--;
 	if (n->ct_state == CONNTAB_TIMEWAIT)
 		d->timewait--;
-	ct_unreserve(t);
+	ct_unreserve(t, n);
 	return 0;
 }
 
@@ -88,9 +98,13 @@ static inline int ct_chain_timewait_locked(struct conntab *t,
 					   struct ct_delta *d)
 {
 	struct conntab_node **pprev;
+	int err;
 
 	ct_delay(CT_DP_CHAIN_LOCK_TIMEWAIT);
-	if (!ct_node_owned(est, t) || !(pprev = ct_chain_pprev(head, est)))
+	err = ct_node_check_locked(est, t, false);
+	if (err)
+		return err;
+	if (!(pprev = ct_chain_pprev(head, est)))
 		return -ENOENT;
 	if (est->ct_state != CONNTAB_ESTABLISHED)
 		return -EINVAL;

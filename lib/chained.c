@@ -90,7 +90,7 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
 {
 	struct ct_victim v;
 
-	ct_victim_init(&v, rank, arg);
+	ct_victim_init(&v, &c->base, rank, arg);
 	if (!ct_heads_sample(c->buckets, (size_t)c->mask + 1, 1, &c->locks,
 			     s, &v))
 		return -ENOSPC;
@@ -175,7 +175,8 @@ static void chained_prefetch(struct conntab *t,
 	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
 }
 
-static int chained_remove(struct conntab *t, struct conntab_node *n)
+static int chained_remove(struct conntab *t, struct conntab_node *n,
+			  bool claimed)
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
@@ -184,7 +185,8 @@ static int chained_remove(struct conntab *t, struct conntab_node *n)
 	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	err = ct_chain_remove_locked(t, &c->buckets[h & c->mask], n, &d);
+	err = ct_chain_remove_locked(t, &c->buckets[h & c->mask], n, &d,
+				     claimed);
 	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;

@@ -66,6 +66,14 @@ struct conntab {
 	const struct ct_reg_family *reg;
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
+	/*
+	 * conntab_counters(): relaxed atomic adds by the front end, rare
+	 * next to the inserts that write reserved, so they share its line.
+	 */
+	uint64_t pairs;			/* pairs linked (both halves in) */
+	uint64_t evictions;		/* victims unlinked by an eviction */
+	uint64_t evict_refused;		/* evicting inserts that got -ENOSPC */
+	uint64_t scan_passes;		/* conntab_scan() passes ended */
 };
 
 /*
@@ -167,7 +175,11 @@ struct conntab_ops {
 	 */
 	void (*prefetch)(struct conntab *t, const struct conntab_key *key,
 			 uint32_t hash);
-	int (*remove)(struct conntab *t, struct conntab_node *n);
+	/*
+	 * Unlink @n. @claimed: the caller holds @n's claim (P1) and alone
+	 * may unlink it; else CT_ECLAIMED for a node another step holds.
+	 */
+	int (*remove)(struct conntab *t, struct conntab_node *n, bool claimed);
 	/*
 	 * @tw is @est, or claimed with the key, hash and TIME_WAIT state of
 	 * @est already copied in.
@@ -256,6 +268,83 @@ static inline bool ct_node_owned(const struct conntab_node *n,
 	return ct_node_wait_evict(n, t) == t;
 }
 
+/*
+ * Pairs (conntab_insert_pair()) reuse the claim above: a writer step that
+ * must act on both halves of a pair as one holds the claim (owner = mark,
+ * set by compare-and-swap from NULL for a node not yet linked, or from @t
+ * for a linked one) on both. The rules, which every writer follows:
+ *
+ *  (P1) a paired node is unlinked only by the holder of its claim, and
+ *       both halves are claimed before either is unlinked or linked; so
+ *       no writer ever finds half a pair that another writer step has
+ *       not finished with;
+ *  (P2) a writer that meets a claimed node under a backend lock does not
+ *       wait there: the backend changes nothing, drops its locks and
+ *       returns CT_ECLAIMED, and the front end waits for the claim to
+ *       end with no lock held, then retries the whole operation (an
+ *       insert of the key then finds it present, or gone);
+ *  (P3) a writer holding claims waits only for a claim on a key that is
+ *       greater (ct_key_cmp()) than every key it holds linked and
+ *       claimed: a pair insert holds its lower half linked while it links
+ *       the higher one, a pair removal claims the lower half first and
+ *       waits for the higher. Claims taken by an eviction are taken with
+ *       compare-and-swap and dropped on failure, never waited for. The
+ *       keys along any chain of waiters therefore increase strictly, so
+ *       no cycle of waiters can form; and every claim holder's own steps
+ *       (backend locks, held briefly by writers that by P2 never wait
+ *       for claims under them) end.
+ */
+#define CT_ECLAIMED	(-EINPROGRESS)
+
+/* ct_flags bits. Written while the node is claimed and unlinked, except
+ * CT_NF_RIDER, set on a claimed linked half: atomic accesses. */
+#define CT_NF_PAIR_A	0x01	/* the `a` of a pair: walks visit it */
+#define CT_NF_RIDER	0x02	/* counted by its peer's reservation */
+
+static inline uint8_t ct_node_flags(const struct conntab_node *n)
+{
+	return __atomic_load_n(&n->ct_flags, __ATOMIC_RELAXED);
+}
+
+/* Is @n the half of a pair that walks, scans and destroy skip? */
+static inline bool ct_node_pair_b(const struct conntab_node *n)
+{
+	return n->ct_peer && !(ct_node_flags(n) & CT_NF_PAIR_A);
+}
+
+/*
+ * Under the lock that owns @n's place, may this writer unlink @n? 0 if
+ * @n is in @t and, with @claimed, holds the caller's claim (P1); -ENOENT
+ * if it is not in @t; CT_ECLAIMED if another writer step holds it (P2).
+ */
+static inline int ct_node_check_locked(const struct conntab_node *n,
+				       const struct conntab *t, bool claimed)
+{
+	void *o = __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE);
+
+	if (o == ct_evict_mark(t))
+		return claimed ? 0 : CT_ECLAIMED;
+	return !claimed && o == t ? 0 : -ENOENT;
+}
+
+/* Claim the linked node @n of @t (P1); false if not in @t or claimed. */
+static inline bool ct_node_claim_linked(struct conntab_node *n,
+					const struct conntab *t)
+{
+	void *expected = (void *)t;
+
+	return __atomic_compare_exchange_n(&n->ct_owner, &expected,
+					   ct_evict_mark(t), false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* End a claim on a node left linked (release: what we did is seen). */
+static inline void ct_node_unclaim(struct conntab_node *n,
+				   const struct conntab *t)
+{
+	__atomic_store_n(&n->ct_owner, (void *)t, __ATOMIC_RELEASE);
+}
+
 /* Mark @n unlinked from any table (writer, under the chain's lock). */
 static inline void ct_node_release(struct conntab_node *n)
 {
@@ -267,9 +356,10 @@ static inline void ct_node_release(struct conntab_node *n)
  * Called under the chain lock once the key is known to be absent, so that
  * a duplicate key reports -EEXIST, not -ENOSPC.
  */
-static inline bool ct_reserve(struct conntab *t)
+static inline bool ct_reserve(struct conntab *t, const struct conntab_node *n)
 {
-	if (!t->max_entries)
+	/* A pair counts once: its rider half takes no room of its own. */
+	if (!t->max_entries || (ct_node_flags(n) & CT_NF_RIDER))
 		return true;
 	if (__atomic_add_fetch(&t->reserved, 1, __ATOMIC_RELAXED) <=
 	    t->max_entries)
@@ -278,9 +368,10 @@ static inline bool ct_reserve(struct conntab *t)
 	return false;
 }
 
-static inline void ct_unreserve(struct conntab *t)
+static inline void ct_unreserve(struct conntab *t,
+				const struct conntab_node *n)
 {
-	if (t->max_entries)
+	if (t->max_entries && !(ct_node_flags(n) & CT_NF_RIDER))
 		__atomic_sub_fetch(&t->reserved, 1, __ATOMIC_RELAXED);
 }
 

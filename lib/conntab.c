@@ -8,6 +8,11 @@
  * anything else, so two inserts of one node cannot both link it (-EBUSY);
  * the backend clears the claim under its chain lock when it unlinks the
  * node. A claimed node whose insert fails is released here.
+ *
+ * Pairs (conntab_insert_pair()) are made here, on top of every backend's
+ * plain insert and remove, with the claim of conntab-int.h (rules P1-P3
+ * there): a pair's halves are linked, unlinked and evicted only by the
+ * writer step that holds both their claims.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -214,6 +219,20 @@ CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg)
 	return conntab_create_flavor(cfg, NULL);
 }
 
+/*
+ * The application's release callback during conntab_destroy() on this
+ * thread: the backends call ct_destroy_release() for every node, which
+ * passes a pair on once, through its a. Thread-local: two tables may be
+ * destroyed at once.
+ */
+static CT_TLS void (*ct_destroy_user)(struct conntab_node *n);
+
+static void ct_destroy_release(struct conntab_node *n)
+{
+	if (!ct_node_pair_b(n))
+		ct_destroy_user(n);
+}
+
 CONNTAB_API void conntab_destroy(struct conntab *t,
 				 void (*release)(struct conntab_node *n))
 {
@@ -222,6 +241,9 @@ CONNTAB_API void conntab_destroy(struct conntab *t,
 
 	if (!t)
 		return;
+	ct_destroy_user = release;
+	if (release)
+		release = ct_destroy_release;
 	/*
 	 * No user is left (nothing hashes any more, destroy included):
 	 * clear the keys before the backend hands the memory back.
@@ -236,13 +258,103 @@ CONNTAB_API void conntab_destroy(struct conntab *t,
 	ct_writer_exit(f, held);
 }
 
-/* Claim @n for @t; false if it is linked (or being linked) somewhere. */
-static bool ct_node_claim(struct conntab_node *n, struct conntab *t)
+/*
+ * A lookup reads the first line of a node only: the pair link, which did
+ * not fit there, comes after it (the node grew to 72 bytes in 0.4).
+ */
+_Static_assert(sizeof(void *) != 8 ||
+	       offsetof(struct conntab_node, ct_peer) == 64,
+	       "the chain link, hash, key and owner fill the first line");
+
+/*
+ * Claim @n for @t, as @owner (@t, or its claim mark for a pair's half);
+ * false if it is linked (or being linked) somewhere.
+ */
+static bool ct_node_claim_as(struct conntab_node *n, void *owner)
 {
 	void *expected = NULL;
 
-	return __atomic_compare_exchange_n(&n->ct_owner, &expected, t, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	return __atomic_compare_exchange_n(&n->ct_owner, &expected, owner,
+					   false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static bool ct_node_claim(struct conntab_node *n, struct conntab *t)
+{
+	return ct_node_claim_as(n, t);
+}
+
+/*
+ * A claimed node (not yet linked) starts a life of its own: whatever pair
+ * it was half of before is forgotten. Plain stores: nobody finds it yet,
+ * and readers of its last life are gone (a grace period before reuse).
+ */
+static inline void ct_node_unpair(struct conntab_node *n)
+{
+	n->ct_peer = NULL;
+	n->ct_flags = 0;
+}
+
+/*
+ * A victim of an eviction is out: count it, and if it is a pair's a,
+ * unlink its b too. The backend claimed both halves before it chose the
+ * pair (P1) and unlinked a with the newcomer linked in its place; b,
+ * still claimed, leaves here with no lock held. Its entry goes but not a
+ * reservation: the pair's one reservation passed to the newcomer (b is
+ * made a rider for that, whichever half held it).
+ */
+static void ct_evicted(struct conntab *t, struct conntab_node *v)
+{
+	struct conntab_node *b = v->ct_peer;
+	int err;
+
+	__atomic_add_fetch(&t->evictions, 1, __ATOMIC_RELAXED);
+	if (!b)
+		return;
+	__atomic_fetch_or(&b->ct_flags, CT_NF_RIDER, __ATOMIC_RELAXED);
+	err = t->ops->remove(t, b, true);
+	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
+#ifdef CT_DEBUG
+	if (err) {
+		fprintf(stderr, "conntab: evicted pair lost its b (%d)\n", err);
+		abort();
+	}
+#else
+	(void)err;
+#endif
+}
+
+/*
+ * The backend's insert (or insert_evict, with @rank) of the claimed @n,
+ * retried while it meets a node that another writer step holds (P2): the
+ * backend changed nothing and holds no lock, and neither do we, or only
+ * claims of keys below @n's (a pair insert's lower half: P3).
+ */
+static inline int ct_insert_op(struct conntab *t, struct conntab_node *n,
+			       struct conntab_node **recycled, ct_rank_fn rank,
+			       void *rank_arg, struct conntab_node **evicted)
+{
+	unsigned int spins = 0;
+	int err;
+
+	for (;;) {
+		if (rank)
+			err = t->ops->insert_evict(t, n, rank, rank_arg,
+						   evicted);
+		else
+			err = t->ops->insert(t, n, recycled);
+		if (__builtin_expect(err != CT_ECLAIMED, 1))
+			break;
+		ct_spin_pause(&spins);
+	}
+	if (rank) {
+		if (!err && *evicted)
+			ct_evicted(t, *evicted);
+		else if (err == -ENOSPC)
+			__atomic_add_fetch(&t->evict_refused, 1,
+					   __ATOMIC_RELAXED);
+	}
+	return err;
 }
 
 /*
@@ -277,13 +389,12 @@ ct_insert_counted(struct conntab *t, struct conntab_node *n,
 	n->ct_key = *key;
 	n->ct_hash = h;
 	n->ct_state = CONNTAB_ESTABLISHED;
+	ct_node_unpair(n);
 	ct_delay(CT_DP_FE_PUB_CLAIM);
 	if (rank && !t->ops->insert_evict)
 		err = -EOPNOTSUPP;
-	else if (rank)
-		err = t->ops->insert_evict(t, n, rank, rank_arg, evicted);
 	else
-		err = t->ops->insert(t, n, recycled);
+		err = ct_insert_op(t, n, recycled, rank, rank_arg, evicted);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -360,6 +471,138 @@ CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
 	return err;
 }
 
+/* The total order of keys that rule P3 (conntab-int.h) is stated in. */
+static inline int ct_key_cmp(const struct conntab_key *a,
+			     const struct conntab_key *b)
+{
+	/* Valid keys have no padding and zeroed unused bytes (key.h). */
+	return memcmp(a, b, sizeof(*a));
+}
+
+/*
+ * conntab_insert_pair() on a counted thread, arguments checked. Both
+ * halves are claimed as the mark before anything else (P1), and paired
+ * before either is findable, so a reader's conntab_pair_peer() of either
+ * is its other half from the first instant. The lower key is linked first
+ * as a rider (no reservation: it cannot fail -ENOSPC, and the pair counts
+ * once), the higher one then, as a plain or an evicting insert, on the
+ * pair's one reservation: so both keys are checked before -ENOSPC, and
+ * an eviction happens only in the last step, which either succeeds or
+ * changes nothing. Meanwhile we hold the lower half linked and claimed
+ * and wait only for claims of the higher key (P3). A failure unlinks the
+ * lower half again: we hold its claim, and nobody else can.
+ */
+static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
+				  const struct conntab_key *ka,
+				  struct conntab_node *b,
+				  const struct conntab_key *kb, ct_rank_fn rank,
+				  void *rank_arg, struct conntab_node **evicted)
+{
+	void *mark = ct_evict_mark(t);
+	struct conntab_node *lo, *hi;
+	int err;
+
+	if (!ct_node_claim_as(a, mark))
+		return -EBUSY;
+	if (!ct_node_claim_as(b, mark)) {
+		ct_node_release(a);
+		return -EBUSY;
+	}
+	/* Claimed and not yet published: plain stores are private. */
+	a->ct_key = *ka;
+	b->ct_key = *kb;
+	a->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(t, ka);
+	b->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(t, kb);
+	a->ct_state = b->ct_state = CONNTAB_ESTABLISHED;
+	a->ct_peer = b;
+	b->ct_peer = a;
+	a->ct_flags = CT_NF_PAIR_A;
+	b->ct_flags = 0;
+	if (ct_key_cmp(ka, kb) < 0) {
+		lo = a;
+		hi = b;
+	} else {
+		lo = b;
+		hi = a;
+	}
+	lo->ct_flags |= CT_NF_RIDER;
+	ct_delay(CT_DP_FE_PUB_CLAIM);
+	err = ct_insert_op(t, lo, NULL, NULL, NULL, NULL);
+	if (!err) {
+		err = ct_insert_op(t, hi, NULL, rank, rank_arg, evicted);
+		if (err)
+			t->ops->remove(t, lo, true);
+	}
+	if (err) {
+		ct_node_release(a);
+		ct_node_release(b);
+		return err;
+	}
+	__atomic_add_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
+	/* Both in: the step ends, writers waiting for it go on. */
+	ct_node_unclaim(hi, t);
+	ct_node_unclaim(lo, t);
+	return 0;
+}
+
+static int ct_insert_pair(struct conntab *t, struct conntab_node *a,
+			  const struct conntab_key *ka, struct conntab_node *b,
+			  const struct conntab_key *kb, ct_rank_fn rank,
+			  void *rank_arg, struct conntab_node **evicted)
+{
+	int held, err;
+
+	if (!t || !a || !b || !ka || !kb || a == b || !ct_key_valid(ka) ||
+	    !ct_key_valid(kb) || ct_key_eq(ka, kb))
+		return -EINVAL;
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return ct_insert_pair_counted(t, a, ka, b, kb, rank, rank_arg,
+					      evicted);
+	held = ct_writer_enter(t, "conntab_insert_pair()");
+	err = ct_insert_pair_counted(t, a, ka, b, kb, rank, rank_arg, evicted);
+	ct_writer_exit(t->flavor, held);
+	return err;
+}
+
+CONNTAB_API int conntab_insert_pair(struct conntab *t,
+				    struct conntab_node *a,
+				    const struct conntab_key *ka,
+				    struct conntab_node *b,
+				    const struct conntab_key *kb)
+{
+	return ct_insert_pair(t, a, ka, b, kb, NULL, NULL, NULL);
+}
+
+CONNTAB_API int conntab_insert_pair_evict(struct conntab *t,
+					  struct conntab_node *a,
+					  const struct conntab_key *ka,
+					  struct conntab_node *b,
+					  const struct conntab_key *kb,
+					  long (*rank)(struct conntab_node *victim,
+						       void *arg),
+					  void *arg,
+					  struct conntab_node **evicted)
+{
+	int err;
+
+	if (!evicted || !rank)
+		return -EINVAL;
+	*evicted = NULL;
+	/* No cap, nothing to evict: a plain pair insert. */
+	if (t && !t->max_entries)
+		rank = NULL;
+	err = ct_insert_pair(t, a, ka, b, kb, rank, arg, evicted);
+	if (*evicted)
+		CT_PROBE(evict, t, *evicted, a);
+	return err;
+}
+
+CONNTAB_API struct conntab_node *conntab_pair_peer(const struct conntab_node *n)
+{
+	/* Written before the node was first findable (ct_insert_pair_counted). */
+	return n ? n->ct_peer : NULL;
+}
+
 CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
 						const struct conntab_key *key)
 {
@@ -377,13 +620,74 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 	return t->lookup_batch(t, keys, out, n);
 }
 
+/*
+ * Claim the linked @n of @t, waiting while another writer step holds it
+ * (the caller holds no lock, and claims only of keys below @n's: P3).
+ * False: @n is not in @t (any more).
+ */
+static bool ct_claim_wait(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+
+	while (!ct_node_claim_linked(n, t)) {
+		if (__atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE) !=
+		    ct_evict_mark(t))
+			return false;
+		ct_spin_pause(&spins);
+	}
+	return true;
+}
+
+/*
+ * Remove the pair @n is half of, as one writer step: claim the lower key's
+ * half, then the higher's (P3: two removals of one pair, through either
+ * half, meet on the lower one and never hold one each), then unlink both,
+ * which nobody else can do now (P1).
+ */
+static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
+{
+	struct conntab_node *p = n->ct_peer, *lo = n, *hi = p;
+
+	if (ct_key_cmp(&n->ct_key, &p->ct_key) > 0) {
+		lo = p;
+		hi = n;
+	}
+	if (!ct_claim_wait(t, lo))
+		return -ENOENT;
+	if (!ct_claim_wait(t, hi)) {
+		ct_node_unclaim(lo, t);
+		return -ENOENT;
+	}
+	t->ops->remove(t, hi, true);
+	t->ops->remove(t, lo, true);
+	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * Remove @n, on a counted thread: a pair whole, a single node by the
+ * backend, retried while another writer step holds it (P2).
+ */
+static int ct_remove_node(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	/* Stable while n is in t: set before it was linked. */
+	if (n->ct_peer)
+		return ct_remove_pair(t, n);
+	while ((err = t->ops->remove(t, n, false)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
+	return err;
+}
+
 static __attribute__((noinline, cold)) int
 ct_remove_uncounted(struct conntab *t, struct conntab_node *n)
 {
 	int held, err;
 
 	held = ct_writer_enter(t, "conntab_remove()");
-	err = t->ops->remove(t, n);
+	err = ct_remove_node(t, n);
 	ct_writer_exit(t->flavor, held);
 	return err;
 }
@@ -396,7 +700,7 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 		return -ENOENT;
 	ct_delay(CT_DP_FE_LOCK_OWNER);
 	if (__builtin_expect(ct_writer_counted(t), 1))
-		return t->ops->remove(t, n);
+		return ct_remove_node(t, n);
 	return ct_remove_uncounted(t, n);
 }
 
@@ -417,7 +721,7 @@ static struct conntab_node *ct_remove_key_counted(struct conntab *t,
 	t->flavor->read_lock();
 	do {
 		n = t->lookup(t, key);
-		err = n ? t->ops->remove(t, n) : -ENOENT;
+		err = n ? ct_remove_node(t, n) : -ENOENT;
 	} while (n && err == -ENOENT);
 	t->flavor->read_unlock();
 	if (err) {
@@ -452,6 +756,7 @@ static inline __attribute__((always_inline)) int
 ct_timewait_counted(struct conntab *t, struct conntab_node *est,
 		    struct conntab_node *tw)
 {
+	unsigned int spins = 0;
 	int err;
 
 	if (tw != est) {
@@ -464,9 +769,11 @@ ct_timewait_counted(struct conntab *t, struct conntab_node *est,
 		tw->ct_key = est->ct_key;
 		tw->ct_hash = est->ct_hash;
 		tw->ct_state = CONNTAB_TIMEWAIT;
+		ct_node_unpair(tw);
 		ct_delay(CT_DP_FE_PUB_TW_CLAIM);
 	}
-	err = t->ops->timewait(t, est, tw);
+	while ((err = t->ops->timewait(t, est, tw)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
 	if (err && tw != est)
 		ct_node_release(tw);
 	return err;
@@ -491,18 +798,43 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 		return -EINVAL;
 	if (!ct_node_owned(est, t))
 		return -ENOENT;
+	/* A pair keeps its object for its life (the contract). */
+	if (est->ct_peer)
+		return -EINVAL;
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_timewait_counted(t, est, tw);
 	return ct_timewait_uncounted(t, est, tw);
+}
+
+/*
+ * Walks and scans visit a pair once, through its a: the backends visit
+ * every node, and this filter passes on all but the b halves. A pair's
+ * halves are paired before either is linked, so the filter never takes a
+ * half of a pair for a single node.
+ */
+struct ct_pair_filter {
+	ct_walk_fn fn;
+	void *arg;
+};
+
+static int ct_pair_filter_fn(struct conntab_node *n, void *arg)
+{
+	struct ct_pair_filter *f = arg;
+
+	if (ct_node_pair_b(n))
+		return 0;
+	return f->fn(n, f->arg);
 }
 
 CONNTAB_API int conntab_walk(struct conntab *t,
 			     int (*fn)(struct conntab_node *n, void *arg),
 			     void *arg)
 {
+	struct ct_pair_filter f = { fn, arg };
+
 	if (!t || !fn)
 		return -EINVAL;
-	return t->ops->walk(t, CT_WALK_ALL, fn, arg);
+	return t->ops->walk(t, CT_WALK_ALL, ct_pair_filter_fn, &f);
 }
 
 CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
@@ -512,7 +844,8 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 	if (!t || !fn ||
 	    (state != CONNTAB_ESTABLISHED && state != CONNTAB_TIMEWAIT))
 		return -EINVAL;
-	return t->ops->walk(t, (int)state, fn, arg);
+	return t->ops->walk(t, (int)state, ct_pair_filter_fn,
+			    &(struct ct_pair_filter){ fn, arg });
 }
 
 /*
@@ -541,13 +874,15 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 		return -EINVAL;
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
-	end = t->ops->scan(t, pos, fresh, budget, fn, arg, &ret);
+	end = t->ops->scan(t, pos, fresh, budget, ct_pair_filter_fn,
+			   &(struct ct_pair_filter){ fn, arg }, &ret);
 	switch (end) {
 	case CT_SCAN_BADPOS:
 		return -EINVAL;
 	case CT_SCAN_PASS:
 		/* The only way a cursor is zeroed: conntab_cursor_done(). */
 		memset(cur, 0, sizeof(*cur));
+		__atomic_add_fetch(&t->scan_passes, 1, __ATOMIC_RELAXED);
 		CT_PROBE(scan_pass, t, cur);
 		return 1;
 	case CT_SCAN_BUDGET:
@@ -567,6 +902,7 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 
 CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 {
+	size_t pairs;
 	int held;
 
 	if (!st)
@@ -585,6 +921,14 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	 * instant holds more than max_entries (the reservation passes from
 	 * victim to newcomer), so neither does the sum.
 	 */
+	/*
+	 * Entries are connections: a pair's two nodes count once. The pair
+	 * count moves after both halves are in or out, so it lags the nodes
+	 * summed, never leads them: the difference stays >= 0 but for a
+	 * pair removed between the sum and this load.
+	 */
+	pairs = __atomic_load_n(&t->pairs, __ATOMIC_RELAXED);
+	st->entries = st->entries > pairs ? st->entries - pairs : 0;
 	if (t->max_entries && st->entries > t->max_entries)
 		st->entries = t->max_entries;
 	if (st->timewait > st->entries)
@@ -599,6 +943,28 @@ CONNTAB_API int conntab_resize_stats(struct conntab *t,
 	memset(rs, 0, sizeof(*rs));
 	if (t->ops->resize_stats)
 		t->ops->resize_stats(t, rs);
+	return 0;
+}
+
+/* The struct of 0.4.0, the first with conntab_counters(). */
+#define CT_COUNTERS_SIZE_0_4	(offsetof(struct conntab_counters, pairs) + \
+				 sizeof(uint64_t))
+
+CONNTAB_API int conntab_counters(struct conntab *t, struct conntab_counters *c)
+{
+	struct conntab_counters v;
+	size_t size;
+
+	if (!t || !c || c->size < CT_COUNTERS_SIZE_0_4)
+		return -EINVAL;
+	size = c->size < sizeof(v) ? c->size : sizeof(v);
+	/* Relaxed loads: each counter exact, no common instant (the man page). */
+	v.size = size;
+	v.evictions = __atomic_load_n(&t->evictions, __ATOMIC_RELAXED);
+	v.evict_refused = __atomic_load_n(&t->evict_refused, __ATOMIC_RELAXED);
+	v.scan_passes = __atomic_load_n(&t->scan_passes, __ATOMIC_RELAXED);
+	v.pairs = __atomic_load_n(&t->pairs, __ATOMIC_RELAXED);
+	memcpy(c, &v, size);
 	return 0;
 }
 

@@ -44,6 +44,7 @@
 
 /* The best victim of a sample so far, and the lock that holds it. */
 struct ct_victim {
+	const struct conntab *t;	/* the table (its claim mark) */
 	ct_rank_fn rank;
 	void *arg;
 	struct conntab_node *node;	/* NULL: none ranked >= 0 yet */
@@ -54,9 +55,11 @@ struct ct_victim {
 	size_t seen;			/* nodes offered to rank */
 };
 
-static inline void ct_victim_init(struct ct_victim *v, ct_rank_fn rank,
+static inline void ct_victim_init(struct ct_victim *v,
+				  const struct conntab *t, ct_rank_fn rank,
 				  void *arg)
 {
+	v->t = t;
 	v->rank = rank;
 	v->arg = arg;
 	v->node = NULL;
@@ -68,20 +71,59 @@ static inline void ct_victim_init(struct ct_victim *v, ct_rank_fn rank,
 }
 
 /*
+ * A pair is one candidate, offered through its `a`; to be kept as the
+ * best victim it is claimed whole (P1: its halves stay linked, and no
+ * other writer unlinks either, until this eviction ends), with
+ * compare-and-swaps that fail rather than wait (P3). @t: the table.
+ * False: another writer step holds a half; leave the pair out.
+ */
+static inline bool ct_victim_claim_pair(struct conntab_node *a,
+					const struct conntab *t)
+{
+	if (!ct_node_claim_linked(a, t))
+		return false;
+	if (ct_node_claim_linked(a->ct_peer, t))
+		return true;
+	ct_node_unclaim(a, t);
+	return false;
+}
+
+/* A kept pair that a better candidate displaced: its claims end. */
+static inline void ct_victim_drop_pair(struct conntab_node *a,
+				       const struct conntab *t)
+{
+	if (a && a->ct_peer) {
+		ct_node_unclaim(a->ct_peer, t);
+		ct_node_unclaim(a, t);
+	}
+}
+
+/*
  * Offer every node of the chain at @head (its lock @lock held; @owner
  * counts its nodes): keep the one with the largest non-negative rank.
+ * Claimed nodes are another writer step's (P2) and left out; a pair's b
+ * half too, the pair being offered through its a. The victim chosen, if
+ * a pair, is claimed whole: ct_victim_unlink() unlinks a, and the front
+ * end the b half (lib/conntab.c).
  */
 static inline void ct_victim_chain(struct ct_victim *v,
 				   struct conntab_node **head, void *owner,
 				   uint32_t *lock)
 {
+	const struct conntab *t = v->t;
 	struct conntab_node *n;
 	long r;
 
 	for (n = *head; !ct_is_nulls(n); n = n->ct_next) {
+		if (ct_node_pair_b(n) ||
+		    __atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t)
+			continue;
 		r = v->rank(n, v->arg);
 		v->seen++;
 		if (r >= 0 && (!v->node || r > v->best)) {
+			if (n->ct_peer && !ct_victim_claim_pair(n, t))
+				continue;
+			ct_victim_drop_pair(v->node, t);
 			v->node = n;
 			v->head = head;
 			v->owner = owner;

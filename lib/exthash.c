@@ -1084,7 +1084,7 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 	err = ct_chain_insert_locked(t, head, n, recycled, &d);
 	/* -ENOSPC comes after the key check: the key is absent. */
 	if (err == -ENOSPC && rank) {
-		ct_victim_init(&v, rank, arg);
+		ct_victim_init(&v, t, rank, arg);
 		if (xh_evict(x, s, &v)) {
 			ct_chain_push(head, n);
 			d.entries++;
@@ -1141,7 +1141,7 @@ static inline struct conntab_node *xh_find_hashed(struct conntab *t,
 
 CT_READ_OPS_DEFINE(xh, xh_find_hashed, xh_prefetch_head, xh_prefetch_first)
 
-static int xh_remove(struct conntab *t, struct conntab_node *n)
+static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
@@ -1150,7 +1150,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n)
 	int err;
 
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
-	err = ct_chain_remove_locked(t, head, n, &d);
+	err = ct_chain_remove_locked(t, head, n, &d, claimed);
 	xh_apply(o, &d);
 	xh_count_add(x, n->ct_hash, d.entries);
 	if (s->splitting) {

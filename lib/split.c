@@ -157,8 +157,10 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 	struct conntab_node **pprev, *old;
 	size_t nest, ntw;
 
-	if (ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest))
-		return -EEXIST;
+	old = ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest);
+	if (old)	/* a pair's half whose step may yet fail (P2) */
+		return ct_node_check_locked(old, t, false) == CT_ECLAIMED ?
+		       CT_ECLAIMED : -EEXIST;
 	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev, &ntw);
 	if (old) {
 		if (!recycled)
@@ -178,7 +180,7 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 		*recycled = old;
 		return 0;
 	}
-	if (!ct_reserve(t))
+	if (!ct_reserve(t, n))
 		return -ENOSPC;
 	ct_chain_push(est, n);
 	ct_stripe_add(s, 1, 0);
@@ -215,7 +217,7 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 	err = split_insert_locked(t, s, n, NULL);
 	if (err != -ENOSPC)
 		goto out;
-	ct_victim_init(&v, rank, arg);
+	ct_victim_init(&v, t, rank, arg);
 	if (!ct_heads_sample(sp->heads, (size_t)sp->mask + 1, 2, &sp->locks,
 			     s, &v))
 		goto out;
@@ -338,7 +340,8 @@ static void split_prefetch(struct conntab *t, const struct conntab_key *key,
 	__builtin_prefetch(ct_stripe_of(&sp->locks, h), 1);
 }
 
-static int split_remove(struct conntab *t, struct conntab_node *n)
+static int split_remove(struct conntab *t, struct conntab_node *n,
+			bool claimed)
 {
 	struct ct_split *sp = ct_split(t);
 	uint32_t h = n->ct_hash, b = h & sp->mask;
@@ -350,13 +353,17 @@ static int split_remove(struct conntab *t, struct conntab_node *n)
 	/* Recheck under the lock: a racing remove may have won. By (S) the
 	 * state names the chain. */
 	ct_delay(CT_DP_SP_LOCK_REMOVE);
-	if (ct_node_owned(n, t) &&
-	    (pprev = ct_chain_pprev(split_head(sp, b, n->ct_state), n))) {
+	err = ct_node_check_locked(n, t, claimed);
+	if (err) {
+		/* -ENOENT, or CT_ECLAIMED: the front end waits (P2) */
+	} else if (!(pprev = ct_chain_pprev(split_head(sp, b, n->ct_state),
+					     n))) {
+		err = -ENOENT;
+	} else {
 		ct_chain_unlink_release(pprev, n);
 		ct_node_release(n);
 		ct_stripe_add(s, -1, -(n->ct_state == CONNTAB_TIMEWAIT));
-		ct_unreserve(t);
-		err = 0;
+		ct_unreserve(t, n);
 	}
 	ct_unlock_stripe(s);
 	return err;
@@ -374,8 +381,10 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 
 	s = ct_lock_hash(&sp->locks, h);
 	ct_delay(CT_DP_SP_LOCK_TIMEWAIT);
-	if (!ct_node_owned(est, t) ||
-	    !(pprev = ct_chain_pprev(split_head(sp, b, est->ct_state), est))) {
+	if ((err = ct_node_check_locked(est, t, false))) {
+		/* -ENOENT, or CT_ECLAIMED: the front end waits (P2) */
+	} else if (!(pprev = ct_chain_pprev(split_head(sp, b, est->ct_state),
+					     est))) {
 		err = -ENOENT;
 	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
 		err = -EINVAL;

@@ -61,6 +61,7 @@
 
 
 struct ct_tsample {
+	const struct conntab *t;
 	ct_rank_fn rank;
 	void *arg;
 	struct conntab_node *seen[CT_EVICT_SAMPLE];
@@ -69,12 +70,29 @@ struct ct_tsample {
 	long rbest;
 };
 
-/* Offer @l to the rank unless offered already. */
+/*
+ * Offer @l to the rank unless offered already. A pair is one candidate,
+ * offered through its a: a descent that ends on its b offers the a.
+ */
 static void ct_ts_offer(struct ct_tsample *sm, struct conntab_node *l)
 {
 	long r;
 	size_t i;
 
+	if (ct_node_pair_b(l))
+		l = l->ct_peer;
+	/*
+	 * A pair that another writer step holds (P2: being inserted,
+	 * removed or evicted) is left out: among them is the lower half of
+	 * the very pair whose insert is asking for room, whose claim cannot
+	 * end while we wait, so choosing it would loop for ever. A single
+	 * node claimed by another eviction stays in, as before pairs: the
+	 * claim fails, that eviction ends, and we sample again, so a full
+	 * trie always offers its nodes.
+	 */
+	if (l->ct_peer &&
+	    __atomic_load_n(&l->ct_owner, __ATOMIC_RELAXED) != sm->t)
+		return;
 	for (i = 0; i < sm->n; i++)
 		if (sm->seen[i] == l)
 			return;
@@ -123,7 +141,7 @@ static struct conntab_node *ct_t_random_leaf(uintptr_t p)
 static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 					void *arg, size_t *offered)
 {
-	struct ct_tsample sm = { .rank = rank, .arg = arg };
+	struct ct_tsample sm = { .t = &tr->base, .rank = rank, .arg = arg };
 	uintptr_t root = ct_w_load(&tr->root);
 	struct conntab_node *l;
 	unsigned int i;
@@ -160,12 +178,15 @@ static int ct_t_claim1(struct ct_trie *tr, struct conntab_node *v,
 	ct_hold_lock(tr, &h);
 	if (!ct_hold_valid(&h, leaf))
 		err = -EAGAIN;
-	else if (__atomic_load_n(&v->ct_owner, __ATOMIC_RELAXED) != &tr->base)
-		err = -ENOENT;
-	else {	/* relaxed: the lock's release publishes it to writers */
+	else {
+		/*
+		 * A compare-and-swap, not a store: a pair's halves are also
+		 * claimed under no trie lock (lib/conntab.c), and only one
+		 * claim may win.
+		 */
 		ct_delay(CT_DP_TR_PUB_EVICT);
-		__atomic_store_n(&v->ct_owner, ct_evict_mark(&tr->base),
-				 __ATOMIC_RELAXED);
+		if (!ct_node_claim_linked(v, &tr->base))
+			err = -ENOENT;
 	}
 	ct_hold_unlock(tr, &h);
 	return err;
@@ -192,6 +213,16 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 			ct_key_str(&v->ct_key, sv);
 			while ((err = ct_t_claim1(tr, v, sv)) == -EAGAIN)
 				;
+			/*
+			 * A pair goes whole (P1): its other half is claimed
+			 * too, by a compare-and-swap that fails rather than
+			 * waits (P3); the front end unlinks it once v is out.
+			 */
+			if (!err && v->ct_peer &&
+			    !ct_node_claim_linked(v->ct_peer, t)) {
+				ct_node_unclaim(v, t);
+				err = -ENOENT;
+			}
 		}
 		t->flavor->read_unlock();
 		/*
@@ -221,12 +252,14 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 		 * writer waiting in ct_node_wait_evict() sees v's state.
 		 */
 		ct_delay(CT_DP_TR_PUB_EVICT);
+		if (v->ct_peer)
+			ct_node_unclaim(v->ct_peer, t);
 		__atomic_store_n(&v->ct_owner, t, __ATOMIC_RELEASE);
 		return err;
 	}
 	/* Only this call can unlink v now: it is found. */
 	ct_delay(CT_DP_TR_EVICT_HELD);
-	err = ct_t_remove(tr, v, true);
+	err = ct_t_remove(tr, v, true, false);
 #ifdef CT_DEBUG
 	if (err) {
 		fprintf(stderr, "conntab: trie eviction lost its victim (%d)\n",

@@ -237,13 +237,13 @@ struct ct_tins {
 /* Count the new entry against max_entries, unless the caller did. */
 static bool ct_t_reserve(struct ct_tins *ins)
 {
-	return ins->held || ct_reserve(&ins->tr->base);
+	return ins->held || ct_reserve(&ins->tr->base, ct_w_node(ins->leaf));
 }
 
 static void ct_t_unreserve(struct ct_tins *ins)
 {
 	if (!ins->held)
-		ct_unreserve(&ins->tr->base);
+		ct_unreserve(&ins->tr->base, ct_w_node(ins->leaf));
 }
 
 static void ct_t_count(struct ct_trie *tr, long entries, long timewait)
@@ -855,9 +855,25 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 {
 	struct conntab_node *old = ct_w_node(pa->end);
+	void *o = __atomic_load_n(&old->ct_owner, __ATOMIC_ACQUIRE);
 	struct ct_thold h;
 	int err = 0;
 
+	/*
+	 * Found by a descent under no lock, so old may have left since:
+	 * only a node still in the table (or an eviction's victim, which
+	 * is in until its newcomer is) makes -EEXIST. A node already out
+	 * (owner NULL: the acquire pairs with the release that ended its
+	 * life, after its leaf was unlinked) is looked for again; a pair's
+	 * half that another step holds is waited for by the front end
+	 * (P2): that step may yet fail and take it out, as a pair insert
+	 * that met -EEXIST on its other key does, and then the key was
+	 * never in.
+	 */
+	if (o == ct_evict_mark(&ins->tr->base) && old->ct_peer)
+		return CT_ECLAIMED;
+	if (o != &ins->tr->base && o != ct_evict_mark(&ins->tr->base))
+		return -EAGAIN;
 	if (!ins->recycled)
 		return -EEXIST;
 	ct_hold_init(&h, &pa->at[pa->n], NULL);
@@ -1129,22 +1145,22 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 /*
  * @n is out of the table: count it out. An eviction's victim hands its
  * place in the entries and its reservation to the newcomer already in
- * (ct_t_insert() with held), so only its TIME_WAIT count goes.
+ * (ct_t_insert() with held), so only its TIME_WAIT count goes (!@counted).
  */
 static void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
-			 bool evict)
+			 bool counted)
 {
 	long tw = n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0;
 
 	ct_node_release(n);	/* ends an eviction's claim too */
-	ct_t_count(tr, evict ? 0 : -1, tw);
-	if (!evict)
-		ct_unreserve(&tr->base);
+	ct_t_count(tr, counted ? -1 : 0, tw);
+	if (counted)
+		ct_unreserve(&tr->base, n);
 }
 
 /* One try at removing @n (-EAGAIN: moved, or claimed by an eviction). */
 static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
-			const uint8_t *s, bool evict, bool *fix)
+			const uint8_t *s, bool evict, bool counted, bool *fix)
 {
 	uintptr_t leaf = ct_w_of(n);
 	struct ct_tpath pa;
@@ -1153,7 +1169,7 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	int err = 0;
 
 	if (ct_t_remove_fast(tr, n, s, evict, fix)) {
-		ct_t_removed(tr, n, evict);
+		ct_t_removed(tr, n, counted);
 		return 0;
 	}
 	ct_t_descend(tr, s, &pa);
@@ -1176,17 +1192,21 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 		ct_hold_unlock(tr, &h);
 	}
 	if (!err)
-		ct_t_removed(tr, n, evict);
+		ct_t_removed(tr, n, counted);
 	return err;
 }
 
 /*
- * Remove @n. @evict: the eviction that claimed it (lib/trie-evict.c),
- * its newcomer in; nobody else can unlink n meanwhile, so it is found.
- * Any other remover of a claimed n waits for the eviction to end: then
- * n is gone (-ENOENT) or still here, and removed.
+ * Remove @n. @evict: the caller holds n's claim (an eviction's victim,
+ * lib/trie-evict.c, or a pair's half, lib/conntab.c); nobody else can
+ * unlink n meanwhile, so it is found. Any other remover of a claimed n
+ * waits for the claim to end, under no trie lock (P2): then n is gone
+ * (-ENOENT) or still here, and removed. @counted: n leaves the entry
+ * count and its reservation; an eviction's victim hands both to its
+ * newcomer instead.
  */
-int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict)
+int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
+		bool counted)
 {
 	uint8_t s[CT_KEY_STR_BUF];
 	bool fix;
@@ -1197,7 +1217,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict)
 	tr->base.flavor->read_lock();
 	for (;;) {
 		fix = false;
-		err = ct_t_remove1(tr, n, s, evict, &fix);
+		err = ct_t_remove1(tr, n, s, evict, counted, &fix);
 		if (fix)
 			ct_t_fix(tr, s);
 		if (err != -EAGAIN)
@@ -1209,9 +1229,9 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict)
 	return err;
 }
 
-int ct_trie_remove(struct conntab *t, struct conntab_node *n)
+int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 {
-	return ct_t_remove(ct_trie(t), n, false);
+	return ct_t_remove(ct_trie(t), n, claimed, true);
 }
 
 static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,

@@ -578,10 +578,11 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 		   struct conntab_node **recycled);
 void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 		      uint32_t hash);
-int ct_trie_remove(struct conntab *t, struct conntab_node *n);
+int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed);
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held);
-int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict);
+int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
+		bool counted);
 int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 		     struct conntab_node *tw);
 

@@ -30,6 +30,10 @@ dist_man3_MANS = \
 	man/man3/conntab_insert.3 \
 	man/man3/conntab_insert_recycle.3 \
 	man/man3/conntab_insert_evict.3 \
+	man/man3/conntab_insert_pair.3 \
+	man/man3/conntab_insert_pair_evict.3 \
+	man/man3/conntab_pair_peer.3 \
+	man/man3/conntab_counters.3 \
 	man/man3/conntab_key_v4.3 \
 	man/man3/conntab_key_v6.3 \
 	man/man3/conntab_key_from_sockaddr.3 \

@@ -21,6 +21,11 @@
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
 #                     nodes, readers of assured keys while it evicts,
 #                     evictions racing each other and removes
+#   test-pair         conntab_insert_pair() and pairs in the rest of the
+#                     API (removal, timewait, walks, scans across
+#                     resizes, destroy, eviction, counters); pair inserts
+#                     racing single inserts of either key, evicting
+#                     inserters of pairs at the cap
 #   test-flavor-memb, test-flavor-mb, test-flavor-signal,
 #   test-flavor-qsbr, test-flavor-bp
 #                     the same library under each liburcu flavor; writers
@@ -42,6 +47,7 @@ T_PROGS = \
 	tests/test-race \
 	tests/test-scan \
 	tests/test-evict \
+	tests/test-pair \
 	tests/test-flavor-memb \
 	tests/test-flavor-mb \
 	tests/test-flavor-signal \
@@ -97,6 +103,11 @@ tests_test_scan_LDADD = $(T_MEMB_LDADD)
 tests_test_evict_SOURCES = tests/test-evict.c $(T_THREADS)
 tests_test_evict_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_evict_LDADD = $(T_MEMB_LDADD)
+
+tests_test_pair_SOURCES = tests/test-pair.c $(T_HELPERS)
+tests_test_pair_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_pair_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_pair_LDADD = $(T_MEMB_LDADD)
 
 # The same library under every flavor: one source, built per flavor,
 # linking that flavor's library only.
@@ -178,7 +189,9 @@ endif
 
 # ThreadSanitizer, in a build configured with --enable-tsan: the tests
 # where threads share a table (readers, writers, walks and scans, exthash
-# splitting and merging under them, split's moves, eviction) and a short
+# splitting and merging under them, split's moves, eviction, pair inserts
+# racing single ones and evictions: test-pair's race cases, which
+# T_PAIR_ONLY_RACES keeps to, the rest being single-threaded) and a short
 # stress run, every report but those tests/tsan.supp names (the call_rcu
 # frees that it cannot relate to their grace periods) failing the run;
 # one hash (races do not depend on it). suppress_equal_addresses=0 and
@@ -199,19 +212,22 @@ endif
 # ThreadSanitizer (test-trie: 170 s). .ci/run does this; `make
 # check-tsan` by hand.
 TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
-	tests/test-evict tests/test-split-move
+	tests/test-evict tests/test-split-move \
+	"T_PAIR_ONLY_RACES=1 tests/test-pair"
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
 	tests/test-trie-bound:trie-bound-races
 TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound
 TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
 	halt_on_error=1 second_deadlock_stack=1 history_size=7 \
 	suppress_equal_addresses=0 suppress_equal_stacks=0
-check-tsan: $(TSAN_CHECK_TESTS) tests/stress $(TSAN_CHECK_CASE_PROGS)
+TSAN_CHECK_PROGS = tests/test-concurrency tests/test-race tests/test-scan \
+	tests/test-evict tests/test-split-move tests/test-pair
+check-tsan: $(TSAN_CHECK_PROGS) tests/stress $(TSAN_CHECK_CASE_PROGS)
 if TSAN
 	$(AM_V_at)set -e; export CK_FORK=no CONNTAB_TEST_HASH=siphash; \
 	export TSAN_OPTIONS='$(TSAN_OPTIONS_CHECK)'; \
 	for t in $(TSAN_CHECK_TESTS) "tests/stress --seconds 3"; do \
-		echo "check-tsan: $$t"; s=$$(date +%s); $$t; \
+		echo "check-tsan: $$t"; s=$$(date +%s); env $$t; \
 		echo "check-tsan: $$t: $$(($$(date +%s) - s)) s"; \
 	done; \
 	for c in $(TSAN_CHECK_CASES); do \

@@ -4,8 +4,12 @@
  * program, make each allocation of conntab_create() fail in turn, then
  * make inserts meet failing allocations, and check the contract's answer
  * (NULL/ENOMEM, -ENOMEM with the table unchanged) and that the tables
- * keep working. CONNTAB_TRIE (case trie-nomem): each writer path that
- * reshapes, built on purpose, with each of its allocations failing.
+ * keep working; pairs too (both halves or neither, removal without
+ * memory, no victim beside an error: only the trie's pair inserts meet
+ * -ENOMEM, the hash backends allocate nothing per insert, or only where
+ * a failure defers a split). CONNTAB_TRIE (case trie-nomem): each writer
+ * path that reshapes, built on purpose, with each of its allocations
+ * failing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -901,13 +905,116 @@ START_TEST(trie_evict_nomem)
 }
 END_TEST
 
+/*
+ * Pairs meeting allocation failures: every pair insert of a growing table
+ * with every 1st to 4th allocation of the library failing is 0 or -ENOMEM,
+ * and -ENOMEM leaves neither key (whichever half's insert failed, the
+ * other is out again) and both nodes free for a retry after a grace
+ * period; evicting pair inserts under failures never return an error with
+ * a victim; pair removal needs no memory.
+ */
+struct fa_pair {
+	struct conntab_node a, b;
+};
+
+static long fa_rank_any(struct conntab_node *n, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return 1;
+}
+
+START_TEST(pair_nomem)
+{
+	enum { N = 1500 };
+	struct conntab *t = t_table(B, 0, 0), *u;
+	struct fa_pair *p = calloc(N, sizeof(*p));
+	struct conntab_node *ev, *na, *nb;
+	struct conntab_stats st;
+	struct conntab_key ka, kb;
+	size_t i, nomem = 0;
+	int err;
+
+	ck_assert_ptr_nonnull(p);
+	for (i = 0; i < N; i++) {
+		conntab_node_init(&p[i].a);
+		conntab_node_init(&p[i].b);
+	}
+	for (i = 0; i < N; i++) {
+		t_key(&ka, (uint32_t)(2 * i));
+		t_key(&kb, (uint32_t)(2 * i + 1));
+		fa_arm(1 + (int)(i % 4), 0, 1);
+		err = conntab_insert_pair(t, &p[i].a, &ka, &p[i].b, &kb);
+		fa_disarm();
+		ck_assert_msg(err == 0 || err == -ENOMEM, "%s: pair %zu: %d",
+			      BN, i, err);
+		if (!err)
+			continue;
+		nomem++;
+		rcu_read_lock();
+		na = conntab_lookup(t, &ka);
+		nb = conntab_lookup(t, &kb);
+		rcu_read_unlock();
+		ck_assert_ptr_null(na);
+		ck_assert_ptr_null(nb);
+		synchronize_rcu();
+		ck_assert_int_eq(conntab_insert_pair(t, &p[i].a, &ka, &p[i].b,
+						     &kb), 0);
+	}
+	printf("%s: %d pair inserts, %zu got -ENOMEM and were retried\n",
+	       BN, N, nomem);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, N);
+	/* Removal through either half needs no memory. */
+	fa_arm(1, 1, 1);
+	for (i = 0; i < N; i += 2) {
+		err = conntab_remove(t, i % 4 ? &p[i].a : &p[i].b);
+		if (err)
+			break;
+	}
+	fa_disarm();
+	ck_assert_msg(err == 0, "%s: pair remove %zu under ENOMEM: %d", BN, i,
+		      err);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, N / 2);
+	conntab_destroy(t, NULL);
+
+	/* At a cap: evicting pair inserts, every allocation failing. */
+	synchronize_rcu();
+	u = t_table(B, 0, 8);
+	for (i = 0; i < N; i++) {
+		conntab_node_init(&p[i].a);
+		conntab_node_init(&p[i].b);
+		t_key(&ka, (uint32_t)(2 * i));
+		t_key(&kb, (uint32_t)(2 * i + 1));
+		fa_arm(1 + (int)(i % 3), 0, 1);
+		err = conntab_insert_pair_evict(u, &p[i].a, &ka, &p[i].b, &kb,
+						fa_rank_any, NULL, &ev);
+		fa_disarm();
+		ck_assert_msg(err == 0 || err == -ENOMEM,
+			      "%s: pair_evict %zu: %d", BN, i, err);
+		if (err)
+			ck_assert_ptr_null(ev);
+		if (i > 200)
+			break;
+	}
+	conntab_stats(u, &st);
+	ck_assert_uint_le(st.entries, 8);
+	conntab_destroy(u, NULL);
+	rcu_barrier();
+	free(p);
+}
+END_TEST
+
 static void warm_up_cb(struct rcu_head *rh)
 {
 }
 
 int main(void)
 {
-	const TTest *const per_backend[] = { create_nomem, insert_nomem };
+	const TTest *const per_backend[] = {
+		create_nomem, insert_nomem, pair_nomem,
+	};
 	Suite *s = suite_create("alloc");
 	static struct rcu_head rh;
 	int ret;
@@ -919,7 +1026,8 @@ int main(void)
 	 */
 	call_rcu(&rh, warm_up_cb);
 	rcu_barrier();
-	t_add_backend_cases(s, per_backend, 2, 60);
+	t_add_backend_cases(s, per_backend,
+			    sizeof(per_backend) / sizeof(per_backend[0]), 60);
 	if (conntab_backend_available(CONNTAB_TRIE)) {
 		TCase *tc = tcase_create("trie-nomem");
 

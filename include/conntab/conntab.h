@@ -130,8 +130,11 @@ struct conntab_key {
 
 /**
  * The link a connection object embeds to be put in a table (intrusive, like
- * the kernel's hlist_node). 64 bytes: the chain pointer, the full hash and
- * the key share one cache line, so a chain walk touches one line per node.
+ * the kernel's hlist_node). The chain pointer, the full hash and the key
+ * share the first 64 bytes, one cache line, so a chain walk touches one
+ * line per node; the pair link (conntab_insert_pair()) follows on the next
+ * line, where only pair operations and walks read it: 72 bytes since 0.4
+ * (libconntab.so.1), when the first line had no room left for it.
  *
  * All fields are private; read them with conntab_node_key() and
  * conntab_node_state(), initialise with conntab_node_init().
@@ -144,12 +147,13 @@ struct conntab_node {
 	uint16_t ct_aux;		/**< @private backend use */
 	struct conntab_key ct_key;	/**< @private the key, copied at insert */
 	void *ct_owner;			/**< @private table the node is linked in */
+	struct conntab_node *ct_peer;	/**< @private other half of a pair, or NULL */
 };
 
 /**
  * @def CONNTAB_MAX_EXPECTED
  * The largest conntab_config::expected that conntab_create() accepts:
- * 2^32 connections (2^26 where size_t has 32 bits: as many 64-byte nodes
+ * 2^32 connections (2^26 where size_t has 32 bits: about as many nodes
  * as the address space holds). A larger hint is refused with EINVAL, not
  * honoured: it is a bug such as (size_t)-1, and sizing for it allocated
  * gigabytes. Up to the maximum each backend sizes for the hint as far as
@@ -207,6 +211,22 @@ struct conntab_resize_stats {
 				     trie: slots of a dense root node) */
 	size_t dir_resizes;	/**< completed directory doublings and halvings */
 	size_t in_progress;	/**< splits started and not yet finished */
+};
+
+/**
+ * Event counters of a table, filled by conntab_counters(): what eviction
+ * pressure and expiry sweeps look like from outside. Each is a running
+ * total since conntab_create() (pairs: the number now), read without
+ * stopping writers. Set @c size to sizeof(struct conntab_counters) before
+ * the call: later releases append fields, and fill only the @c size bytes
+ * a caller built against an older header has.
+ */
+struct conntab_counters {
+	size_t size;		/**< in: sizeof(struct conntab_counters) */
+	uint64_t evictions;	/**< nodes or pairs that eviction unlinked */
+	uint64_t evict_refused;	/**< evicting inserts that failed -ENOSPC */
+	uint64_t scan_passes;	/**< conntab_scan() passes completed */
+	uint64_t pairs;		/**< pairs in the table now */
 };
 
 /** Opaque table handle. */
@@ -343,7 +363,8 @@ extern const struct rcu_flavor_struct rcu_flavor
 /**
  * Destroy a table. No reader or writer may use @p t any more.
  * @param t       table (NULL is ignored)
- * @param release called once for every node still in the table (may be NULL)
+ * @param release called once for every connection still in the table: for
+ *                a pair once, with its @c a (may be NULL)
  */
 CONNTAB_API void conntab_destroy(struct conntab *t,
 				 void (*release)(struct conntab_node *n));
@@ -401,7 +422,9 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 					struct conntab_node **out, size_t n);
 
 /**
- * Unlink a node. Free or reuse it only after a grace period.
+ * Unlink a node. Free or reuse it only after a grace period. For half of
+ * a pair (conntab_insert_pair()) both halves are unlinked, in one writer
+ * step; the caller frees the object that embeds them once.
  * @param t table
  * @param n node
  * @return 0; -ENOENT if @p n is not in @p t; -EINVAL for NULL arguments
@@ -418,6 +441,8 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n);
  * inside one). Free or reuse the node only after a grace period.
  * @param t   table
  * @param key the connection's key
+ * For half of a pair both halves go, as with conntab_remove(), and the
+ * half that held @p key is returned.
  * @return the unlinked node; NULL with errno ENOENT if no node holds
  *         @p key, EINVAL for a NULL argument or a malformed key
  */
@@ -433,7 +458,8 @@ CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
  * @param est the established node
  * @param tw  the time-wait node (in no table), or @p est
  * @return 0; -ENOENT if @p est is not in @p t; -EINVAL if it is already
- *         TIME_WAIT or for NULL arguments; -EBUSY if @p tw is in a table.
+ *         TIME_WAIT, is half of a pair (conntab_insert_pair()) or for NULL
+ *         arguments; -EBUSY if @p tw is in a table.
  */
 CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
 				 struct conntab_node *tw);
@@ -444,6 +470,9 @@ CONNTAB_API int conntab_timewait(struct conntab *t, struct conntab_node *est,
  * across a concurrent resize; nodes inserted or removed meanwhile may or
  * may not be visited. @p fn may call conntab_remove() or conntab_timewait()
  * on the node it is given.
+ *
+ * A pair (conntab_insert_pair()) is visited once, through its @c a;
+ * @p fn may remove it (both halves go).
  *
  * Order: CONNTAB_TRIE visits the nodes in key order (the order of
  * conntab_walk_prefix(): zone, protocol, family, local address and port,
@@ -499,6 +528,9 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
  * pass is visited exactly once; any other node at most once (a node
  * removed and inserted again with the same key counts as one). No call
  * rescans what the pass already covered, and none allocates.
+ *
+ * A pair (conntab_insert_pair()) is one node of the pass, visited
+ * through its @c a.
  *
  * Order: the hash backends visit their nodes in an order fixed by the
  * keyed hash and the node's address (CONNTAB_EXTHASH: hash, then address,
@@ -577,6 +609,89 @@ CONNTAB_API int conntab_insert_evict(struct conntab *t, struct conntab_node *n,
 				     long (*rank)(struct conntab_node *victim,
 						  void *arg),
 				     void *arg, struct conntab_node **evicted);
+
+/**
+ * Insert the two directions of one connection as a pair, both or neither.
+ *
+ * A pair is one connection found by two keys (the original and the reply
+ * direction of a NAT or conntrack entry); @p a and @p b are usually
+ * embedded in the same object. It is one writer step: a conntab_insert()
+ * of @p ka or @p kb racing with it either fails with -EEXIST or makes this
+ * call fail with -EEXIST, and no writer ever sees half a pair. A reader
+ * may find one half an instant before the other; once the call returns
+ * both are found. The pair counts as one entry against max_entries and in
+ * conntab_stats(). Readers may have seen the halves of a failed call:
+ * wait a grace period before freeing or reusing them.
+ *
+ * conntab_remove() or conntab_remove_key() of either half removes both;
+ * conntab_timewait() refuses either; walks and scans visit the pair once,
+ * through @p a (conntab_walk_prefix() visits each half whose key
+ * matches); conntab_destroy() releases it once, with @p a.
+ * @param t  table
+ * @param a  first half, initialised, in no table
+ * @param ka key of @p a, copied into it
+ * @param b  second half, initialised, in no table
+ * @param kb key of @p b, copied into it
+ * @return 0; -EINVAL for NULL arguments, @p a == @p b, equal keys or a
+ *         malformed key; then -EBUSY if @p a or @p b is in a table; then
+ *         -EEXIST if either key is present (nothing inserted); then
+ *         -ENOSPC at max_entries; -ENOMEM (table unchanged).
+ */
+CONNTAB_API int conntab_insert_pair(struct conntab *t,
+				    struct conntab_node *a,
+				    const struct conntab_key *ka,
+				    struct conntab_node *b,
+				    const struct conntab_key *kb);
+
+/**
+ * Insert a pair, making room at max_entries by evicting a sampled node or
+ * pair: conntab_insert_evict()'s contract for a pair newcomer, which needs
+ * one connection's room, as a single node does. A sampled pair is one
+ * candidate, offered to @p rank through its @c a; if it is chosen both
+ * halves are unlinked and @p evicted is its @c a. Errors as
+ * conntab_insert_pair(), -EEXIST at the cap evicting nothing, and -EINVAL
+ * for a NULL @p rank or @p evicted.
+ * @param t       table
+ * @param a       first half, initialised, in no table
+ * @param ka      key of @p a
+ * @param b       second half, initialised, in no table
+ * @param kb      key of @p b
+ * @param rank    how willing the application is to lose @p victim
+ * @param arg     passed to @p rank
+ * @param evicted set to the unlinked victim (a pair's @c a), or NULL
+ * @return as conntab_insert_pair(); -ENOSPC when the table is full and
+ *         every sampled candidate ranked negative (nothing changed)
+ */
+CONNTAB_API int conntab_insert_pair_evict(struct conntab *t,
+					  struct conntab_node *a,
+					  const struct conntab_key *ka,
+					  struct conntab_node *b,
+					  const struct conntab_key *kb,
+					  long (*rank)(struct conntab_node *victim,
+						       void *arg),
+					  void *arg,
+					  struct conntab_node **evicted);
+
+/**
+ * The other half of @p n's pair. Under the RCU read lock, as a lookup:
+ * for a node a lookup returned it is the half of the other direction, or,
+ * in the instant of a pair's insert or removal, that half while it is not
+ * yet or no longer findable.
+ * @param n a node (NULL is allowed)
+ * @return the other half, or NULL for a node that is not paired
+ */
+CONNTAB_API struct conntab_node *conntab_pair_peer(const struct conntab_node *n);
+
+/**
+ * Read a table's event counters (struct conntab_counters): O(1), no lock
+ * taken, callable at any time from any thread while writers run. Each
+ * counter is exact in itself; they are not one instant's snapshot.
+ * @param t table
+ * @param c filled in up to @c c->size bytes (which the caller sets)
+ * @return 0; -EINVAL for NULL arguments or a @c size smaller than the
+ *         first release of the struct
+ */
+CONNTAB_API int conntab_counters(struct conntab *t, struct conntab_counters *c);
 
 /**
  * Call @p fn for every connection whose key agrees with @p key in its first
