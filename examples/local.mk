@@ -19,6 +19,14 @@ examples_udp_flowd_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_udp_flowd_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
+# The UDP load balancer: Maglev, a port pool, and each flow's two
+# directions as one conntab pair. maglev.h, like args.h, goes beside it.
+noinst_PROGRAMS += examples/udp-lb
+examples_udp_lb_SOURCES = examples/udp-lb.c examples/maglev.h \
+	examples/args.h
+examples_udp_lb_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_udp_lb_LDADD = lib/libconntab.la $(URCU_LIBS)
+
 # The test client needs no conntab: plain sockets, as a user's would be.
 noinst_PROGRAMS += examples/udp-client
 examples_udp_client_SOURCES = examples/udp-client.c examples/args.h
@@ -43,7 +51,8 @@ EXTRA_DIST += examples/test-args.sh
 # from its one command line in that directory.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
-	examples/tcp-conntrack.c examples/args.h
+	examples/tcp-conntrack.c examples/udp-lb.c examples/args.h \
+	examples/maglev.h
 
 # DESTDIR installs keep the prefix inside the .pc file; pkg-config's
 # sysroot prepends DESTDIR to the -I and -L paths it prints. Each installed
