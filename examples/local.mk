@@ -39,8 +39,10 @@ examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
 # Real clients: udp-client and socat, curl + jq + python3 and wrk. Each
 # script skips (77) when one is missing; .ci/run installs them all.
-TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
-EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
+TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh \
+	examples/test-udp-lb.sh
+EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh \
+	examples/test-udp-lb.sh
 
 # The command lines (examples/args.h): --help, every kind of bad option,
 # and a port of their own unless --reuseport. No client needed.
@@ -59,9 +61,9 @@ dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
 # example source is built as examples/NAME-installed; minimal runs, the
 # servers go through their own tests (the scripts take the binary to drive
 # from the environment), with one backend: make check covers them all;
-# test-args.sh checks all three command lines (with the build tree's
+# test-args.sh checks every example's command line (with the build tree's
 # udp-client, which is not installed).
-INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack
+INSTALLCHECK_EXAMPLES = minimal udp-flowd tcp-conntrack udp-lb
 installcheck_ld = $(DESTDIR)$(libdir)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 installcheck_env = EXAMPLES_ONE_BACKEND=1 LD_LIBRARY_PATH="$(installcheck_ld)"
 installcheck-local: installcheck-examples
@@ -83,11 +85,14 @@ installcheck-examples:
 	$(AM_V_at)$(installcheck_env) MINIMAL=examples/minimal-installed \
 		UDP_FLOWD=examples/udp-flowd-installed \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \
+		UDP_LB=examples/udp-lb-installed \
 		$(SHELL) $(srcdir)/examples/test-args.sh
 	$(AM_V_at)$(installcheck_env) UDP_FLOWD=examples/udp-flowd-installed \
 		$(SHELL) $(srcdir)/examples/test-udp-flowd.sh || test $$? = 77
 	$(AM_V_at)$(installcheck_env) \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \
 		$(SHELL) $(srcdir)/examples/test-tcp-conntrack.sh || test $$? = 77
+	$(AM_V_at)$(installcheck_env) UDP_LB=examples/udp-lb-installed \
+		$(SHELL) $(srcdir)/examples/test-udp-lb.sh || test $$? = 77
 .PHONY: installcheck-examples
 CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)

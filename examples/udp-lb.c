@@ -662,13 +662,14 @@ static size_t stats_text(char *buf, size_t size)
 	rcu_read_unlock();
 	len = (size_t)snprintf(buf, size,
 		"flows %" PRIu64 " pairs %" PRIu64 " entries %zu nodes %zu "
-		"half_pairs %zu cap %zu ports_free %u created %" PRIu64
+		"half_pairs %zu cap %zu ports %u ports_free %u created %" PRIu64
 		" evicted %" PRIu64 " expired %" PRIu64 " dropped %" PRIu64
 		" refused %" PRIu64 " no_target %" PRIu64 " unknown %" PRIu64
 		" forwarded %" PRIu64 " replied %" PRIu64
 		" table_evictions %" PRIu64 " table_evict_refused %" PRIu64
 		" scan_passes %" PRIu64 "\n",
-		st.flows, c.pairs, ts.entries, nodes, half, cap, freeq_len,
+		st.flows, c.pairs, ts.entries, nodes, half, cap, opt.ports,
+		freeq_len,
 		st.created, st.evicted, st.expired, st.dropped, st.refused,
 		st.no_target, st.unknown, st.fwd, st.rev, c.evictions,
 		c.evict_refused, c.scan_passes);
