@@ -280,7 +280,8 @@ static struct flow *flow_new(const struct conntab_key *key, uint64_t now)
 	int err;
 
 	slot = maglev_lookup(&maglev, maglev_hash(key, sizeof(*key), 0));
-	if (slot == MAGLEV_NONE) {
+	/* Not live: a rebuild after "del" ran out of memory (and said so). */
+	if (slot == MAGLEV_NONE || !targets[slot].live) {
 		st.no_target++;
 		return NULL;
 	}
@@ -517,7 +518,10 @@ static void maglev_rebuild(void)
 	for (i = 0; i < ntargets; i++)
 		names[i] = targets[i].live ? targets[i].name : NULL;
 	if (maglev_build(&maglev, names, ntargets)) {
-		/* No memory: the old table stays, which is still valid. */
+		/*
+		 * No memory: the old table stays. It may name a removed
+		 * target, whose share of new flows flow_new() then drops.
+		 */
 		fprintf(stderr, "udp-lb: maglev: out of memory\n");
 	}
 }
