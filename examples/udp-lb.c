@@ -57,9 +57,12 @@
  * rcu_read_lock(), frees through call_rcu(). The flavor is <urcu.h>'s
  * (memb): no quiescent states to announce, the read lock is cheap.
  *
- * The port pool: one UDP socket per local port, bound at start (port 0:
- * the kernel picks distinct free ports) and polled with epoll. A socket
- * per port is the simplest correct NAT without raw sockets or privileges:
+ * The port pool (--ports, 1000 by default: with the few other descriptors
+ * it fits the common limit of 1024 open files, which udp-lb raises to the
+ * hard limit for larger pools): one UDP socket per local port, bound at
+ * start (port 0: the kernel picks distinct free ports) and polled with
+ * epoll. A socket per port is the simplest correct NAT without raw
+ * sockets or privileges:
  * the kernel delivers a target's reply to the socket of the port it was
  * sent to, which names the flow's reply tuple exactly, and nobody else can
  * hold that port meanwhile. A flow holds one port for its life (so two
@@ -147,7 +150,7 @@ static struct {
 	uint64_t idle_ns, busy_ns;
 	size_t scan_budget;
 	uint32_t maglev_size;
-} opt = { "127.0.0.1", NULL, "127.0.0.1:0", -1, CONNTAB_CHAINED, 1024, 0,
+} opt = { "127.0.0.1", NULL, "127.0.0.1:0", -1, CONNTAB_CHAINED, 1000, 0,
 	  30000 * MS, 1000 * MS, 256, 65537 };
 
 static struct conntab *table;
@@ -759,7 +762,7 @@ static const char usage[] =
 	"  --control HOST:PORT text commands: add, del, stats\n"
 	"                      (127.0.0.1:0, a free port)\n"
 	"  --backend NAME      the table's backend (chained)\n"
-	"  --ports N           local ports in the pool, 2-60000 (1024)\n"
+	"  --ports N           local ports in the pool, 2-60000 (1000)\n"
 	"  --max-flows N       flows at most, 0-16777216 (0: one port less\n"
 	"                      than the pool); the idlest make room\n"
 	"  --idle MS           idle time to expiry, 1-604800000 (30000)\n"
