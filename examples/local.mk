@@ -19,6 +19,14 @@ examples_udp_flowd_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 examples_udp_flowd_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 examples_udp_flowd_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
+# The UDP load balancer: Maglev, a port pool, and each flow's two
+# directions as one conntab pair. maglev.h, like args.h, goes beside it.
+noinst_PROGRAMS += examples/udp-lb
+examples_udp_lb_SOURCES = examples/udp-lb.c examples/maglev.h \
+	examples/args.h
+examples_udp_lb_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+examples_udp_lb_LDADD = lib/libconntab.la $(URCU_LIBS)
+
 # The test client needs no conntab: plain sockets, as a user's would be.
 noinst_PROGRAMS += examples/udp-client
 examples_udp_client_SOURCES = examples/udp-client.c examples/args.h
@@ -31,8 +39,10 @@ examples_tcp_conntrack_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
 # Real clients: udp-client and socat, curl + jq + python3 and wrk. Each
 # script skips (77) when one is missing; .ci/run installs them all.
-TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
-EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh
+TESTS += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh \
+	examples/test-udp-lb.sh
+EXTRA_DIST += examples/test-udp-flowd.sh examples/test-tcp-conntrack.sh \
+	examples/test-udp-lb.sh
 
 # The command lines (examples/args.h): --help, every kind of bad option,
 # and a port of their own unless --reuseport. No client needed.
@@ -45,7 +55,8 @@ EXTRA_DIST += examples/test-args.sh
 # sources too, built or not here: the README links them.
 examplesdir = $(docdir)/examples
 dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
-	examples/udp-client.c examples/tcp-conntrack.c examples/args.h \
+	examples/udp-client.c examples/tcp-conntrack.c examples/udp-lb.c \
+	examples/args.h examples/maglev.h \
 	examples/dpdk-conntrack.c examples/dpdk-conntrack.h \
 	examples/dpdk-parse.c examples/dpdk-worker.c examples/dpdk-stats.c
 
@@ -54,8 +65,8 @@ dist_examples_DATA = examples/minimal.c examples/udp-flowd.c \
 # example source is built as examples/NAME-installed; minimal runs, the
 # servers go through their own tests (the scripts take the binaries to
 # drive from the environment, udp-client included), with one backend: make
-# check covers them all; test-args.sh checks all four command lines.
-INSTALLCHECK_EXAMPLES = minimal udp-flowd udp-client tcp-conntrack
+# check covers them all; test-args.sh checks every example's command line.
+INSTALLCHECK_EXAMPLES = minimal udp-flowd udp-client tcp-conntrack udp-lb
 installcheck_ld = $(DESTDIR)$(libdir)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
 installcheck_env = EXAMPLES_ONE_BACKEND=1 LD_LIBRARY_PATH="$(installcheck_ld)"
 installcheck-local: installcheck-examples
@@ -78,6 +89,7 @@ installcheck-examples:
 		UDP_FLOWD=examples/udp-flowd-installed \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \
 		UDP_CLIENT=examples/udp-client-installed \
+		UDP_LB=examples/udp-lb-installed \
 		$(SHELL) $(srcdir)/examples/test-args.sh
 	$(AM_V_at)$(installcheck_env) UDP_FLOWD=examples/udp-flowd-installed \
 		UDP_CLIENT=examples/udp-client-installed \
@@ -85,6 +97,8 @@ installcheck-examples:
 	$(AM_V_at)$(installcheck_env) \
 		TCP_CONNTRACK=examples/tcp-conntrack-installed \
 		$(SHELL) $(srcdir)/examples/test-tcp-conntrack.sh || test $$? = 77
+	$(AM_V_at)$(installcheck_env) UDP_LB=examples/udp-lb-installed \
+		$(SHELL) $(srcdir)/examples/test-udp-lb.sh || test $$? = 77
 .PHONY: installcheck-examples
 CLEANFILES += $(INSTALLCHECK_EXAMPLES:%=examples/%-installed)
 

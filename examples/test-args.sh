@@ -14,14 +14,15 @@
 #  3. A port of their own: a second tcp-conntrack or udp-flowd on the port
 #     of a running one fails at once (exit status 1, one line saying why),
 #     with or without --reuseport; two started with --reuseport share it,
-#     and a third without it is refused.
-# MINIMAL, UDP_FLOWD, TCP_CONNTRACK and UDP_CLIENT name other builds to
+#     and a third without it is refused. udp-lb (no --reuseport) too.
+# MINIMAL, UDP_FLOWD, TCP_CONNTRACK, UDP_LB and UDP_CLIENT name other builds to
 # test (installcheck's).
 set -u
 
 minimal=${MINIMAL:-examples/minimal}
 flowd=${UDP_FLOWD:-examples/udp-flowd}
 conntrack=${TCP_CONNTRACK:-examples/tcp-conntrack}
+udplb=${UDP_LB:-examples/udp-lb}
 client=${UDP_CLIENT:-examples/udp-client}
 
 tmp=$(mktemp -d)
@@ -78,11 +79,12 @@ usage minimal "$minimal"
 usage udp-flowd "$flowd"
 usage tcp-conntrack "$conntrack"
 usage udp-client "$client"
+usage udp-lb "$udplb"
 
 run "$minimal" --list-backends
 backends=$(cat "$tmp/out")
 [ "$rc" = 0 ] && [ -n "$backends" ] || fail "minimal --list-backends"
-for prog in "$flowd" "$conntrack"; do
+for prog in "$flowd" "$conntrack" "$udplb"; do
 	run "$prog" --list-backends
 	[ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = "$backends" ] ||
 		fail "$prog --list-backends: $(cat "$tmp/out" "$tmp/err")"
@@ -152,6 +154,31 @@ bad "$client" "udp-client: --sessions: '-2' is not a session count (1-60000)" \
 	--port 9 --sessions -2
 bad "$client" "udp-client: --host: 'localhost' is not an IPv4 or IPv6 address" \
 	--port 9 --host localhost
+l=udp-lb
+bad "$udplb" "$l: --port: missing (0 picks a free port)" --target 127.0.0.1:9
+bad "$udplb" "$l: --port: 'x' is not a port (0-65535)" --port x
+bad "$udplb" "$l: --ports: '1' is not a port count (2-60000)" --port 0 \
+	--ports 1
+bad "$udplb" "$l: --maglev-size: '65536' is not a prime" --port 0 \
+	--maglev-size 65536
+bad "$udplb" "$l: --maglev-size: '2' is not a size (3-1000003)" --port 0 \
+	--maglev-size 2
+bad "$udplb" "$l: --busy: '0' is not a time in ms (1-604800000)" --port 0 \
+	--busy 0
+bad "$udplb" "$l: --backend: 'nope' $nb" --port 0 --backend nope
+bad "$udplb" "$l: --listen: 'x' is not an IPv4 or IPv6 address" --port 0 \
+	--listen x
+bad "$udplb" "$l: --target: '127.0.0.1': not HOST:PORT ([ADDR]:PORT for "\
+"IPv6)" --port 0 --target 127.0.0.1
+bad "$udplb" "$l: --target: '127.0.0.1:0': not HOST:PORT ([ADDR]:PORT for "\
+"IPv6)" --port 0 --target 127.0.0.1:0
+bad "$udplb" "$l: --target: 'localhost:53': not a numeric IPv4 or IPv6 "\
+"address" --port 0 --target localhost:53
+bad "$udplb" "$l: --target: '[::1]:53': not of the family of the pool's "\
+"ports (--source)" --port 0 --ports 2 --target [::1]:53
+bad "$udplb" "$l: --control: 'x:1' is not a numeric IPv4 or IPv6 address" \
+	--port 0 --control x:1
+bad "$udplb" "$l: 'extra': unexpected argument $h" --port 0 extra
 
 # 3. a port of their own. start PROG ARGS...: runs it, sets $port.
 start() {
@@ -218,4 +245,17 @@ for prog in "$conntrack" "$flowd"; do
 			"$(cat "$tmp/err")"
 	stop
 done
+
+# udp-lb has no --reuseport: a balancer's flows live in its own table.
+port=
+n=$((n + 1))
+start "$udplb" || fail "udp-lb did not start: $(cat "$tmp/srv$n")"
+run "$udplb" --port "$port"
+if [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+   grep -q "^udp-lb: port $port on 127.0.0.1: .*in use" "$tmp/err"; then
+	echo "ok: a second udp-lb on port $port: $(cat "$tmp/err")"
+else
+	fail "a second udp-lb on port $port: exit $rc: $(cat "$tmp/err")"
+fi
+stop
 exit $status

@@ -224,13 +224,27 @@ CONNTAB_API struct conntab *conntab_create(const struct conntab_config *cfg)
  * thread: the backends call ct_destroy_release() for every node, which
  * passes a pair on once, through its a. Thread-local: two tables may be
  * destroyed at once.
+ *
+ * A pair goes to the application when the backend meets its second half,
+ * whichever that is, not with a: the callback usually frees the object
+ * that embeds both, and the backend still reads the other half when it
+ * comes to it (its chain link, its owner). Every backend releases a node
+ * (ct_node_release(), owner NULL) before it calls us, and never touches
+ * it after: a half whose peer has no owner any more is the second.
  */
 static CT_TLS void (*ct_destroy_user)(struct conntab_node *n);
 
 static void ct_destroy_release(struct conntab_node *n)
 {
-	if (!ct_node_pair_b(n))
+	struct conntab_node *peer = n->ct_peer;
+
+	if (!peer) {
 		ct_destroy_user(n);
+		return;
+	}
+	if (__atomic_load_n(&peer->ct_owner, __ATOMIC_RELAXED))
+		return;		/* the first half: its peer is still linked */
+	ct_destroy_user(ct_node_pair_b(n) ? peer : n);
 }
 
 CONNTAB_API void conntab_destroy(struct conntab *t,
