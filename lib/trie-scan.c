@@ -113,7 +113,8 @@ static bool ct_scan_leaf(struct ct_scan *sc, struct conntab_node *n)
 		return true;		/* P stays: the next call starts here */
 	memcpy(sc->p, ks, CT_KEY_STR_MAX);
 	sc->moved = true;
-	sc->calls--;
+	/* A pair's b is filtered out by conntab_scan(): not a call (walk.h). */
+	sc->calls -= !ct_node_pair_b(n);
 	sc->ret = sc->fn(n, sc->arg);
 	return sc->ret != 0;
 }

@@ -209,14 +209,23 @@ static inline bool ct_walk_visit(struct ct_walk_budget *bu,
 				 int *fnret)
 {
 	struct conntab_node *n;
-	size_t i;
+	size_t i, offered = 0;
 
-	bu->empty -= !sel->len;
+	for (i = 0; i < sel->len; i++)
+		offered += !ct_node_pair_b(sel->v[i]);
+	/*
+	 * A pair's b half is never shown to the caller of a walk or a scan
+	 * (conntab.c filters it out; conntab_walk_prefix() alone, which has
+	 * no budget, shows it): it costs no call of the budget, and a
+	 * selection of b halves only counts as an empty one, so that the
+	 * budget bounds the chains a call passes as it says.
+	 */
+	bu->empty -= !offered;
 	for (i = 0; i < sel->len; i++) {
 		n = sel->v[i];
 		if (state != CT_WALK_ALL && (int)conntab_node_state(n) != state)
 			continue;
-		bu->calls--;
+		bu->calls -= !ct_node_pair_b(n);
 		ct_delay(CT_DP_WALK_READ_VISIT);
 		*fnret = fn(n, arg);
 		if (*fnret) {
