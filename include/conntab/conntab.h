@@ -575,7 +575,10 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * a cost of O(sample) cache misses and no scan of the table. Parts of the
  * table whose lock another writer holds for longer than a short spin are
  * left out of the sample rather than waited for (two evictions could wait
- * for each other). @p rank says
+ * for each other), and so is a pair in another writer's step (being
+ * inserted or removed): in a table that holds little else at the cap the
+ * hash backends may then answer -ENOSPC; CONNTAB_TRIE, whose sample takes
+ * no lock, samples again until that step ends. @p rank says
  * how willing the application is to lose a node: negative means never (an
  * assured connection), otherwise larger means sooner (idle time, TIME_WAIT
  * first, ...). The node with the largest non-negative rank is unlinked and
