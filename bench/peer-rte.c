@@ -77,7 +77,13 @@ struct rte_key4 {
 	uint8_t proto, pad;
 };
 
+/*
+ * The user's word comes first, in the line rte_hash's data pointer leads
+ * to, as the others' follows their node: the key copy, whose port bits a
+ * lookup-dep chain would read as a result, comes after it.
+ */
 struct rte_obj {
+	uintptr_t user;		/* the user's word (impl.h) */
 	struct conntab_key key;	/* the user's copy, for remove */
 	uint8_t state;		/* enum conntab_state */
 };
@@ -466,7 +472,7 @@ static long rte_memory(void *tp)
 #define RTE_IMPL(nm, fl, jh) {						\
 	.name = nm, .flags = (fl),					\
 	.obj_size = sizeof(struct rte_obj), .backend = (jh),		\
-	.user_off = 0,	/* the object is all the user's */		\
+	.user_off = offsetof(struct rte_obj, user),			\
 	.create = rte_create, .destroy = rte_destroy,			\
 	.insert = rte_insert, .lookup = rte_lookup, .batch = rte_batch,	\
 	.remove = rte_remove, .timewait = rte_timewait,			\
