@@ -514,8 +514,26 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 {
 	void *mark = ct_evict_mark(t);
 	struct conntab_node *lo, *hi;
+	uint32_t ha = 0, hb = 0;
 	int err;
 
+	/*
+	 * Every line the step will touch, both nodes' and both buckets'
+	 * (the trie: its root slots), is fetched before the first claim:
+	 * a locked compare-and-swap holds back the loads behind it, so
+	 * misses started after it would be paid one after another, and a
+	 * pair would cost more than the two inserts it replaces.
+	 */
+	if (!t->ops->unhashed) {
+		ha = ct_hash_key(t, ka);
+		hb = ct_hash_key(t, kb);
+	}
+	if (t->ops->prefetch) {
+		t->ops->prefetch(t, ka, ha);
+		t->ops->prefetch(t, kb, hb);
+	}
+	__builtin_prefetch(a, 1);
+	__builtin_prefetch(b, 1);
 	if (!ct_node_claim_as(a, mark))
 		return -EBUSY;
 	if (!ct_node_claim_as(b, mark)) {
@@ -525,8 +543,8 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 	/* Claimed and not yet published: plain stores are private. */
 	a->ct_key = *ka;
 	b->ct_key = *kb;
-	a->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(t, ka);
-	b->ct_hash = t->ops->unhashed ? 0 : ct_hash_key(t, kb);
+	a->ct_hash = ha;
+	b->ct_hash = hb;
 	a->ct_state = b->ct_state = CONNTAB_ESTABLISHED;
 	a->ct_peer = b;
 	b->ct_peer = a;
@@ -662,6 +680,11 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 {
 	struct conntab_node *p = n->ct_peer, *lo = n, *hi = p;
 
+	/* Both buckets before the first claim, as ct_insert_pair_counted(). */
+	if (t->ops->prefetch) {
+		t->ops->prefetch(t, &n->ct_key, n->ct_hash);
+		t->ops->prefetch(t, &p->ct_key, p->ct_hash);
+	}
 	if (ct_key_cmp(&n->ct_key, &p->ct_key) > 0) {
 		lo = p;
 		hi = n;
