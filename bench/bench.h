@@ -61,6 +61,7 @@ struct bench_opts {
 	unsigned int nzipf;
 	double train_mean;	/* mean packets per train */
 	const char *pcap;	/* capture to replay, or NULL */
+	bool pairs;		/* --pairs: also the capture through a NAT */
 	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */
@@ -92,6 +93,7 @@ enum b_workload {
 	W_PREFIX,
 	W_SCAN,
 	W_EVICT,
+	W_PAIR,
 	W_COUNT
 };
 
@@ -218,6 +220,9 @@ void b_run_scan(const struct bench_impl **im, size_t ni,
 		const struct bench_keys *k);
 void b_run_evict(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);
+/* bench/pair.c: every implementation, pairs as its users make them. */
+void b_run_pair(const struct bench_impl **im, size_t ni,
+		const struct bench_keys *k);
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);

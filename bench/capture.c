@@ -174,10 +174,15 @@ static bool first_is_local(const struct conntab_key *k, uint8_t syn_to,
 	return ntohs(k->lport) <= ntohs(k->rport);
 }
 
-/* Orient every flow, and count the local endpoints among them. */
+/*
+ * Orient every flow, and count the local endpoints among them; then say
+ * for every packet whether it left the local side (it left the lower
+ * endpoint, pkt_out[] so far, unless its flow was turned round).
+ */
 static void orient(struct b_capture *c, const uint8_t *syn_to,
 		   const struct b_prefix *local)
 {
+	uint8_t *turned = calloc(c->nflows, 1);
 	struct kmap ep = { 0 };
 	struct conntab_key *k, e;
 	union conntab_addr a;
@@ -188,6 +193,8 @@ static void orient(struct b_capture *c, const uint8_t *syn_to,
 	for (i = 0; i < c->nflows; i++) {
 		k = &c->flows[i];
 		if (!first_is_local(k, syn_to[i], local)) {
+			if (turned)
+				turned[i] = 1;
 			a = k->laddr;
 			k->laddr = k->raddr;
 			k->raddr = a;
@@ -203,6 +210,14 @@ static void orient(struct b_capture *c, const uint8_t *syn_to,
 	c->endpoints = ep.n;
 	free(ep.keys);
 	free(ep.slot);
+	if (!turned) {
+		fprintf(stderr, "conntab-bench: out of memory reading the "
+			"capture\n");
+		exit(1);
+	}
+	for (i = 0; i < c->npkts; i++)
+		c->pkt_out[i] ^= turned[c->pkt_flow[i]];
+	free(turned);
 }
 
 int b_capture_read(struct b_capture *c, const char *file,
@@ -213,7 +228,7 @@ int b_capture_read(struct b_capture *c, const char *file,
 	const u_char *data;
 	struct kmap flows = { 0 };
 	uint8_t *syn_to = NULL;
-	size_t syn_cap = 0, pkt_cap = 0;
+	size_t syn_cap = 0, pkt_cap = 0, out_cap = 0;
 	struct conntab_key k;
 	struct b_pkt pkt;
 	enum b_pkt_verdict v;
@@ -265,6 +280,10 @@ int b_capture_read(struct b_capture *c, const char *file,
 		if (c->npkts == pkt_cap)
 			c->pkt_flow = grow_array(c->pkt_flow, &pkt_cap,
 						 sizeof(*c->pkt_flow));
+		if (c->npkts == out_cap)
+			c->pkt_out = grow_array(c->pkt_out, &out_cap, 1);
+		/* From the lower endpoint; orient() turns it round. */
+		c->pkt_out[c->npkts] = !dst_first;
 		c->pkt_flow[c->npkts++] = f;
 	}
 	pcap_close(pc);
@@ -287,5 +306,6 @@ void b_capture_free(struct b_capture *c)
 {
 	free(c->flows);
 	free(c->pkt_flow);
+	free(c->pkt_out);
 	memset(c, 0, sizeof(*c));
 }

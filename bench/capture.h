@@ -45,6 +45,7 @@ struct b_capture {
 	struct conntab_key *flows;	/* keys as the local side sees them */
 	size_t nflows;
 	uint32_t *pkt_flow;		/* packet i: flows[pkt_flow[i]] */
+	uint8_t *pkt_out;		/* packet i left the local side */
 	size_t npkts;
 	size_t skipped[PKT_VERDICTS];	/* [PKT_OK] unused */
 	size_t nskipped;

@@ -64,6 +64,12 @@ static int ct_recycle(void *t, void *nw, const struct conntab_key *k,
 	return err;
 }
 
+static int ct_insert_pair(void *t, void *a, const struct conntab_key *ka,
+			  void *b, const struct conntab_key *kb)
+{
+	return conntab_insert_pair(t, a, ka, b, kb);
+}
+
 static long ct_memory(void *t)
 {
 	struct conntab_stats st;
@@ -81,6 +87,7 @@ static long ct_memory(void *t)
 	.insert = ct_insert, .lookup = ct_lookup, .batch = ct_batch,	\
 	.remove = ct_remove, .timewait = ct_timewait,			\
 	.recycle = ct_recycle, .memory = ct_memory,			\
+	.insert_pair = ct_insert_pair,					\
 }
 
 /* Names as conntab_backend_name() prints them. */

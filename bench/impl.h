@@ -72,6 +72,13 @@ struct bench_impl {
 		       void **old);
 	/* Library bytes held by the table, or -1: measure the heap instead. */
 	long (*memory)(void *t);
+	/*
+	 * Insert @a and @b as one connection found by either key, and let
+	 * remove() of either half take both (conntab_insert_pair()); NULL:
+	 * the workloads insert two entries and link them (bench/pair.h).
+	 */
+	int (*insert_pair)(void *t, void *a, const struct conntab_key *ka,
+			   void *b, const struct conntab_key *kb);
 };
 
 /* The user's data starts after a node of @sz bytes, word aligned. */

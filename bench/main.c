@@ -43,6 +43,7 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_PREFIX] = "prefix",
 	[W_SCAN] = "scan",
 	[W_EVICT] = "evict",
+	[W_PAIR] = "pair",
 };
 
 static bool impl_selected(const char *name)
@@ -440,8 +441,8 @@ static void usage(FILE *f)
 "                     2^10, 2^20, 2^30); default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
-"                     trains pcap writers prefix scan evict (default all;\n"
-"                     with --pcap: pcap)\n"
+"                     trains pcap writers prefix scan evict pair (default\n"
+"                     all; with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
 "                     plain rte_hash rte_hash-mw rte_hash-mw-jhash\n"
 "                     (default: every backend this library has, and\n"
@@ -456,6 +457,9 @@ static void usage(FILE *f)
 "  --pcap FILE        replay the TCP/UDP packets of a capture (pcap)\n"
 "  --local ADDR[/LEN] the capture's local side (default: who got the\n"
 "                     SYN, else the lower port)\n"
+"  --pairs            pcap: also replay the capture through a NAT, each\n"
+"                     flow one pair (its tuple and the NAT's outside\n"
+"                     one); rows pcap-nat, pcap-nat-b16, pcap-nat-insert\n"
 "  --tw-share F       lookup workloads: a share F (0 to 1) of the entries\n"
 "                     in TIME_WAIT, spread evenly; adds lookup-est,\n"
 "                     lookup-tw\n"
@@ -517,6 +521,7 @@ static void parse(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'K' },
 		{ "hash", required_argument, NULL, 'H' },
 		{ "local", required_argument, NULL, 'l' },
+		{ "pairs", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -628,10 +633,13 @@ static void parse(int argc, char **argv)
 			b_opts.train_mean = opt_double(opt, optarg, 1, 1e6,
 						       "a mean train length");
 			break;
+		case 'A':
 		case 'C':
 		case 'l':
 #ifdef HAVE_PCAP
-			if (c == 'C')
+			if (c == 'A')
+				b_opts.pairs = true;
+			else if (c == 'C')
 				b_opts.pcap = optarg;
 			else if (b_prefix_parse(&b_opts.local, optarg))
 				bad_opt(opt, "'%s' is not an address or "
@@ -673,6 +681,9 @@ static void parse(int argc, char **argv)
 			bad_opt("--workload", "pcap needs --pcap FILE");
 		b_opts.workloads &= ~(1ul << W_PCAP);
 	}
+	if (b_opts.pairs && !b_opts.pcap)
+		bad_opt("--pairs", "needs --pcap FILE (it replays a capture "
+			"through a NAT)");
 	if (!n_set) {
 		b_opts.nn = b_opts.quick ? 1 : 2;
 		b_opts.n[0] = b_opts.quick ? 64u << 10 : 1u << 20;
@@ -764,6 +775,7 @@ int main(int argc, char **argv)
 		b_run_prefix(im, ni, &keys);
 		b_run_scan(im, ni, &keys);
 		b_run_evict(im, ni, &keys);
+		b_run_pair(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
 		/* Fixed-size tables of its own: once, with the first size. */
 		if (!s)

@@ -53,6 +53,12 @@ has '^scan-64/walk	chained	4096	1	'
 has '^scan-1000-max	exthash	4096	1	'
 has '^walk	split	4096	1	'
 has '^evict/insert	chained	4096	1	'
+# pair: every implementation, conntab's against its two single inserts;
+# both keys found and linked, both gone after the remove (exit status).
+has '^pair-insert	chained	4096	1	'
+has '^pair-remove	lfht	4096	1	'
+has '^pair-insert/2	trie	4096	1	'
+has '^pair-remove/2	exthash	4096	1	'
 has '^# evict/insert  *exthash'
 has '^grow-resizes	exthash	4096	1	'
 has '^# elapsed [0-9.]* s$'
@@ -176,6 +182,7 @@ count malformed 2
 count fragment 2
 count not-tcp-udp 2
 count endpoints 5
+count from-local 2
 # Every lookup hit (exit status), one thread and two readers, batched too.
 has '^pcap	exthash	5	1	'
 has '^pcap-b16	plain	5	2	'
@@ -185,6 +192,15 @@ grep -q 'truncated dump file' "$tmp/err" || fail "no word of the cut record"
 out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.3 --reps 1 \
 	--impl chained 2>/dev/null)
 count endpoints 4
+count from-local 5
+# --pairs: through a NAT, both directions of each flow one pair; every
+# flow's outside tuple finds its pair and every packet its half.
+out=$($bench --pcap "$tmp/sample.pcap" --pairs --reps 1 2>/dev/null)
+has '^pcap-nat-insert	chained	5	1	'
+has '^pcap-nat-insert	plain	5	1	'
+has '^pcap-nat	trie	5	1	'
+has '^pcap-nat-b16	split	5	1	'
+! $bench --pairs 2>/dev/null || fail "--pairs without --pcap"
 out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/8 --reps 1 \
 	--impl chained 2>/dev/null)
 count endpoints 5
