@@ -326,8 +326,9 @@ static void ct_evicted(struct conntab *t, struct conntab_node *v)
 	if (!b)
 		return;
 	__atomic_fetch_or(&b->ct_flags, CT_NF_RIDER, __ATOMIC_RELAXED);
-	err = t->ops->remove(t, b, true);
+	/* a is out: uncounted before b leaves too (conntab_stats()). */
 	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
+	err = t->ops->remove(t, b, true);
 #ifdef CT_DEBUG
 	if (err) {
 		fprintf(stderr, "conntab: evicted pair lost its b (%d)\n", err);
@@ -558,6 +559,14 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 		hi = a;
 	}
 	lo->ct_flags |= CT_NF_RIDER;
+	/*
+	 * Counted before either half is in (undone if it fails): the
+	 * stats' entries, nodes less pairs, then never count the step's
+	 * connection twice. And a locked add here, among the claims, costs
+	 * nothing more; as the step's last instruction it held back the
+	 * loads of the caller's next operation until the step had drained.
+	 */
+	__atomic_add_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 	ct_delay(CT_DP_FE_PUB_CLAIM);
 	err = ct_insert_op(t, lo, NULL, NULL, NULL, NULL);
 	if (!err) {
@@ -566,11 +575,11 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 			t->ops->remove(t, lo, true);
 	}
 	if (err) {
+		__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 		ct_node_release(a);
 		ct_node_release(b);
 		return err;
 	}
-	__atomic_add_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 	/* Both in: the step ends, writers waiting for it go on. */
 	ct_node_unclaim(hi, t);
 	ct_node_unclaim(lo, t);
@@ -695,9 +704,15 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 		ct_node_unclaim(lo, t);
 		return -ENOENT;
 	}
+	/*
+	 * Uncounted between the two unlinks: nodes less pairs stays one
+	 * connection, then none (conntab_stats()), and the step ends with
+	 * the backend's unlock, a plain store, not a locked instruction
+	 * that would hold back the caller's next loads.
+	 */
 	t->ops->remove(t, hi, true);
-	t->ops->remove(t, lo, true);
 	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
+	t->ops->remove(t, lo, true);
 	return 0;
 }
 
@@ -960,9 +975,11 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	 */
 	/*
 	 * Entries are connections: a pair's two nodes count once. The pair
-	 * count moves after both halves are in or out, so it lags the nodes
-	 * summed, never leads them: the difference stays >= 0 but for a
-	 * pair removed between the sum and this load.
+	 * count goes up before a pair's first half is linked and down once
+	 * its first half is unlinked (eviction: once a is out), so for every
+	 * pair in flux nodes less pairs is 0 or 1, never 2; a pair counted
+	 * with none of its nodes yet (or any more) can make the difference
+	 * negative: clamped at 0.
 	 */
 	pairs = __atomic_load_n(&t->pairs, __ATOMIC_RELAXED);
 	st->entries = st->entries > pairs ? st->entries - pairs : 0;

@@ -153,6 +153,8 @@ START_TEST(pair_basic)
 	ck_assert_ptr_null(conntab_lookup(t, &kb));
 	rcu_read_unlock();
 	t_expect_counts(t, 1, 0);
+	/* Counted when it starts, a failed pair is uncounted again. */
+	ck_assert_uint_eq(tp_pairs(t), 1);
 
 	/* A failed pair's halves are free again (after a grace period). */
 	synchronize_rcu();
@@ -243,6 +245,7 @@ START_TEST(pair_nospc)
 	t_expect_counts(t, 2, 0);
 	ck_assert_int_eq(tp_insert(t, &p[1]), -ENOSPC);
 	tp_expect(t, &p[1], 0);
+	ck_assert_uint_eq(tp_pairs(t), 1);
 	ts_key(1, &k);
 	ck_assert_int_eq(conntab_insert(t, &s[1].n, &k), -ENOSPC);
 	/* -EEXIST before -ENOSPC, for either key. */
