@@ -11,9 +11,10 @@
  * link from each half to the other (undone if the second insert fails).
  * Then the N/2 connections leave in another random order, through either
  * half: conntab_remove() of one half takes both, the others make two
- * removes. In the same repetition, on conntab's backends, the same keys
- * in the same objects go in and out of a fresh table as 2 x N/2 single
- * inserts and removes, which is what the pair replaces.
+ * removes. On conntab's backends the same keys, in objects of their own
+ * placed alike, go in and out of a second table beside the first as
+ * 2 x N/2 single inserts and removes, which is what the pair replaces;
+ * the two tables take the connections in turns of 256 (pair_rep()).
  *
  * Rows: pair-insert and pair-remove (ns per connection), and for
  * conntab's backends pair-insert/2 and pair-remove/2: the pair's time
@@ -90,23 +91,16 @@ static inline void *half(const struct bench_objs *o, const uint32_t *place,
 }
 
 /*
- * One repetition of one implementation: *@ins and *@rem, ns per
- * connection, with pairs (@pairs) or with single operations; the number
- * of operations that failed, or found the wrong object.
+ * Connections [@c0, @c1) in: as pairs into table @t, or as two single
+ * inserts each (@pairs false). The number that failed.
  */
-static size_t pair_rep(const struct bench_impl *im,
-		       const struct bench_keys *k, struct bench_objs *o,
-		       const uint32_t *place, const uint32_t *gone,
-		       bool pairs, double *ins, double *rem)
+static size_t put(const struct bench_impl *im, void *t,
+		  const struct bench_keys *k, const struct bench_objs *o,
+		  const uint32_t *place, size_t c0, size_t c1, bool pairs)
 {
-	size_t m = k->n / 2, c, fail = 0;
-	uint64_t t0;
-	void *t, *a;
+	size_t c, fail = 0;
 
-	memset(o->base, 0, 2 * m * B_OBJ);
-	t = b_create(im, 2 * m, k->secret);
-	t0 = b_time_ns();
-	for (c = 0; c < m && !(c % 64 == 0 && b_over()); c++) {
+	for (c = c0; c < c1; c++) {
 		if (pairs) {
 			fail += b_pair_insert(im, t, half(o, place, c, 0),
 					      &k->keys[2 * c],
@@ -119,22 +113,21 @@ static size_t pair_rep(const struct bench_impl *im,
 					   &k->keys[2 * c + 1]) != 0;
 		}
 	}
-	*ins = (double)(b_time_ns() - t0) / (double)m;
-	/* Untimed: every 61st connection is found by both keys, linked. */
-	rcu_read_lock();
-	for (c = 0; pairs && c < m && !b_over(); c += 61) {
-		a = im->lookup(t, &k->keys[2 * c]);
-		fail += a != half(o, place, c, 0) ||
-			im->lookup(t, &k->keys[2 * c + 1]) !=
-			half(o, place, c, 1) ||
-			b_pair_peer(im, a) != half(o, place, c, 1);
-	}
-	rcu_read_unlock();
-	t0 = b_time_ns();
-	for (c = 0; c < m && !(c % 64 == 0 && b_over()); c++) {
+	return fail;
+}
+
+/* The connections gone[@c0, @c1) out, as put() put them in. */
+static size_t take(const struct bench_impl *im, void *t,
+		   const struct bench_objs *o, const uint32_t *place,
+		   const uint32_t *gone, size_t c0, size_t c1, bool pairs)
+{
+	size_t c, fail = 0;
+
+	for (c = c0; c < c1; c++) {
 		size_t g = gone[c];
 
 		if (pairs) {
+			/* Through either half: the parity of its number. */
 			fail += b_pair_remove(im, t,
 					      half(o, place, g, g & 1)) != 0;
 		} else {
@@ -142,15 +135,94 @@ static size_t pair_rep(const struct bench_impl *im,
 			fail += im->remove(t, half(o, place, g, 1)) != 0;
 		}
 	}
-	*rem = (double)(b_time_ns() - t0) / (double)m;
-	/* Every key is gone with its connection. */
+	return fail;
+}
+
+/* Every 61st connection found by both keys and linked, or by neither. */
+static size_t check(const struct bench_impl *im, void *t,
+		    const struct bench_keys *k, const struct bench_objs *o,
+		    const uint32_t *place, bool in)
+{
+	size_t m = k->n / 2, c, fail = 0;
+	void *a, *b;
+
 	rcu_read_lock();
-	for (c = 0; pairs && c < m && !b_over(); c += 61)
-		fail += im->lookup(t, &k->keys[2 * c]) != NULL ||
-			im->lookup(t, &k->keys[2 * c + 1]) != NULL;
+	for (c = 0; c < m && !b_over(); c += 61) {
+		a = im->lookup(t, &k->keys[2 * c]);
+		b = im->lookup(t, &k->keys[2 * c + 1]);
+		if (!in)
+			fail += a || b;
+		else
+			fail += a != half(o, place, c, 0) ||
+				b != half(o, place, c, 1) ||
+				b_pair_peer(im, a) != b;
+	}
 	rcu_read_unlock();
-	if (!b_over())
-		im->destroy(t);
+	return fail;
+}
+
+/*
+ * One repetition of one implementation: ns per connection in *@v (pair
+ * insert, pair remove, and for conntab the same over the two single
+ * operations'); the number of operations that failed or found the wrong
+ * object. conntab's two tables live side by side and take the same
+ * connections in turns of B_PAIR_TURN, so that page faults, the cache
+ * and the machine's noise fall on both alike, as they would not on one
+ * table built after the other.
+ */
+#define B_PAIR_TURN	256
+
+static size_t pair_rep(const struct bench_impl *im,
+		       const struct bench_keys *k, struct bench_objs *o,
+		       struct bench_objs *os, const uint32_t *place,
+		       const uint32_t *gone, double *v)
+{
+	size_t m = k->n / 2, c, e, fail = 0;
+	uint64_t t0, tp[2] = { 0, 0 }, ts[2] = { 0, 0 };
+	bool single = im->insert_pair != NULL;
+	void *t, *u = NULL;
+
+	memset(o->base, 0, 2 * m * B_OBJ);
+	t = b_create(im, 2 * m, k->secret);
+	if (single) {
+		memset(os->base, 0, 2 * m * B_OBJ);
+		u = b_create(im, 2 * m, k->secret);
+	}
+	for (c = 0; c < m && !b_over(); c = e) {
+		e = m - c < B_PAIR_TURN ? m : c + B_PAIR_TURN;
+		t0 = b_time_ns();
+		fail += put(im, t, k, o, place, c, e, true);
+		tp[0] += b_time_ns() - t0;
+		if (!single)
+			continue;
+		t0 = b_time_ns();
+		fail += put(im, u, k, os, place, c, e, false);
+		ts[0] += b_time_ns() - t0;
+	}
+	fail += check(im, t, k, o, place, true);
+	for (c = 0; c < m && !b_over(); c = e) {
+		e = m - c < B_PAIR_TURN ? m : c + B_PAIR_TURN;
+		t0 = b_time_ns();
+		fail += take(im, t, o, place, gone, c, e, true);
+		tp[1] += b_time_ns() - t0;
+		if (!single)
+			continue;
+		t0 = b_time_ns();
+		fail += take(im, u, os, place, gone, c, e, false);
+		ts[1] += b_time_ns() - t0;
+	}
+	fail += check(im, t, k, o, place, false);
+	/* Out of time: the tables and objects are left as they are. */
+	if (b_over())
+		return fail;
+	v[0] = (double)tp[0] / (double)m;
+	v[1] = (double)tp[1] / (double)m;
+	if (single) {
+		v[2] = (double)tp[0] / (double)ts[0];
+		v[3] = (double)tp[1] / (double)ts[1];
+		im->destroy(u);
+	}
+	im->destroy(t);
 	return fail;
 }
 
@@ -158,11 +230,10 @@ void b_run_pair(const struct bench_impl **im, size_t ni,
 		const struct bench_keys *k)
 {
 	static double v[B_MAX_IMPLS][4][B_MAX_REPS];
-	struct bench_objs o[B_MAX_IMPLS];
+	struct bench_objs o[B_MAX_IMPLS], os[B_MAX_IMPLS];
 	size_t m = k->n / 2, i, j, fail;
 	uint64_t rng = b_opts.seed ^ 0x70616972ull;
 	uint32_t *place, *gone;
-	double pi, pr, si, sr;
 	unsigned int rep;
 
 	if (!b_want(W_PAIR) || m < 1)
@@ -173,44 +244,37 @@ void b_run_pair(const struct bench_impl **im, size_t ni,
 		place[i] = gone[i] = (uint32_t)i;
 	b_shuffle32(place, m, &rng);
 	b_shuffle32(gone, m, &rng);
-	for (j = 0; j < ni; j++)
+	for (j = 0; j < ni; j++) {
 		b_objs_init(&o[j], im[j], 2 * m);
+		os[j].base = NULL;
+		if (im[j]->insert_pair)
+			b_objs_init(&os[j], im[j], 2 * m);
+	}
 	for (rep = 0; rep < b_opts.reps; rep++) {
 		b_progress("n=%zu pair %u/%u", k->n, rep + 1, b_opts.reps);
 		for (j = 0; j < ni; j++) {
-			bool ct = im[j]->insert_pair != NULL;
+			double r[4] = { NAN, NAN, NAN, NAN };
 
-			for (i = 0; i < 4; i++)
-				v[j][i][rep] = NAN;
 			if (!b_budget_enter(B_W(W_PAIR), im[j], k->n, "pair"))
-				continue;
-			/* Alternate which runs first: neither gets a warm start. */
-			fail = 0;
-			if (ct && rep & 1)
-				fail += pair_rep(im[j], k, &o[j], place, gone,
-						false, &si, &sr);
-			fail += pair_rep(im[j], k, &o[j], place, gone, true,
-					 &pi, &pr);
-			if (ct && !(rep & 1))
-				fail += pair_rep(im[j], k, &o[j], place, gone,
-						 false, &si, &sr);
+				goto none;
+			fail = pair_rep(im[j], k, &o[j], &os[j], place, gone,
+					r);
 			if (fail)
 				b_failed("%s pair: %zu operations failed or "
 					 "found the wrong object", im[j]->name,
 					 fail);
 			if (!b_budget_leave())
-				continue;
-			v[j][0][rep] = pi;
-			v[j][1][rep] = pr;
-			if (ct) {
-				v[j][2][rep] = pi / si;
-				v[j][3][rep] = pr / sr;
-			}
+				r[0] = r[1] = r[2] = r[3] = NAN;
+none:
+			for (i = 0; i < 4; i++)
+				v[j][i][rep] = r[i];
 		}
 	}
 	for (j = 0; j < ni; j++) {
-		if (!b_budget_stopped(B_W(W_PAIR), im[j], k->n))
+		if (!b_budget_stopped(B_W(W_PAIR), im[j], k->n)) {
 			b_objs_free(&o[j]);
+			b_objs_free(&os[j]);
+		}
 		b_result(im[j], "pair-insert", k->n, 1, v[j][0], "ns/pair",
 			 R_DEP, false);
 		b_result(im[j], "pair-remove", k->n, 1, v[j][1], "ns/pair",
