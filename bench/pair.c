@@ -138,6 +138,19 @@ static size_t take(const struct bench_impl *im, void *t,
 	return fail;
 }
 
+/* Connections [@c0, @c1) in (@ph 0) or out (1), timed: ns. */
+static uint64_t turn(const struct bench_impl *im, void *t,
+		     const struct bench_keys *k, const struct bench_objs *o,
+		     const uint32_t *place, const uint32_t *gone, size_t c0,
+		     size_t c1, unsigned int ph, bool pairs, size_t *fail)
+{
+	uint64_t t0 = b_time_ns();
+
+	*fail += ph ? take(im, t, o, place, gone, c0, c1, pairs)
+		    : put(im, t, k, o, place, c0, c1, pairs);
+	return b_time_ns() - t0;
+}
+
 /* Every 61st connection found by both keys and linked, or by neither. */
 static size_t check(const struct bench_impl *im, void *t,
 		    const struct bench_keys *k, const struct bench_objs *o,
@@ -178,7 +191,8 @@ static size_t pair_rep(const struct bench_impl *im,
 		       const uint32_t *gone, double *v)
 {
 	size_t m = k->n / 2, c, e, fail = 0;
-	uint64_t t0, tp[2] = { 0, 0 }, ts[2] = { 0, 0 };
+	uint64_t tp[2] = { 0, 0 }, ts[2] = { 0, 0 };
+	unsigned int ph;
 	bool single = im->insert_pair != NULL;
 	void *t, *u = NULL;
 
@@ -188,30 +202,18 @@ static size_t pair_rep(const struct bench_impl *im,
 		memset(os->base, 0, 2 * m * B_OBJ);
 		u = b_create(im, 2 * m, k->secret);
 	}
-	for (c = 0; c < m && !b_over(); c = e) {
-		e = m - c < B_PAIR_TURN ? m : c + B_PAIR_TURN;
-		t0 = b_time_ns();
-		fail += put(im, t, k, o, place, c, e, true);
-		tp[0] += b_time_ns() - t0;
-		if (!single)
-			continue;
-		t0 = b_time_ns();
-		fail += put(im, u, k, os, place, c, e, false);
-		ts[0] += b_time_ns() - t0;
+	/* Phase 0 puts every connection in, phase 1 takes them out. */
+	for (ph = 0; ph < 2; ph++) {
+		for (c = 0; c < m && !b_over(); c = e) {
+			e = m - c < B_PAIR_TURN ? m : c + B_PAIR_TURN;
+			tp[ph] += turn(im, t, k, o, place, gone, c, e, ph, true,
+				       &fail);
+			if (single)
+				ts[ph] += turn(im, u, k, os, place, gone, c, e,
+					       ph, false, &fail);
+		}
+		fail += check(im, t, k, o, place, !ph);
 	}
-	fail += check(im, t, k, o, place, true);
-	for (c = 0; c < m && !b_over(); c = e) {
-		e = m - c < B_PAIR_TURN ? m : c + B_PAIR_TURN;
-		t0 = b_time_ns();
-		fail += take(im, t, o, place, gone, c, e, true);
-		tp[1] += b_time_ns() - t0;
-		if (!single)
-			continue;
-		t0 = b_time_ns();
-		fail += take(im, u, os, place, gone, c, e, false);
-		ts[1] += b_time_ns() - t0;
-	}
-	fail += check(im, t, k, o, place, false);
 	/* Out of time: the tables and objects are left as they are. */
 	if (b_over())
 		return fail;
