@@ -62,6 +62,7 @@ struct bench_opts {
 	double train_mean;	/* mean packets per train */
 	const char *pcap;	/* capture to replay, or NULL */
 	bool pairs;		/* --pairs: also the capture through a NAT */
+	bool huge_objs;		/* --objects huge: objects on huge pages */
 	struct b_prefix local;	/* --local: the capture's local side */
 	uint64_t seed;
 	unsigned long write_rate;	/* churn writer ops/s per writer */

@@ -473,6 +473,9 @@ static void usage(FILE *f)
 "  --reps K           repetitions, 1 to 64, the median is reported\n"
 "                     (default 5)\n"
 "  --pin              pin threads to CPUs\n"
+"  --objects M        the user objects' memory: heap (default, 4 KiB\n"
+"                     pages) or huge (2 MiB pages where the kernel has\n"
+"                     them, as a DPDK mempool's)\n"
 "  --v6               IPv6 keys instead of IPv4\n"
 "  --keys SET         random (default), or the trie's worst cases:\n"
 "                     worst-mem (IPv6, at most 2M), worst-depth (IPv6,\n"
@@ -522,6 +525,7 @@ static void parse(int argc, char **argv)
 		{ "hash", required_argument, NULL, 'H' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "pairs", no_argument, NULL, 'A' },
+		{ "objects", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -592,6 +596,13 @@ static void parse(int argc, char **argv)
 		case 'S':
 			b_opts.seed = opt_uint(opt, optarg, 0, UINT64_MAX,
 					       "a seed");
+			break;
+		case 'O':
+			if (!strcmp(optarg, "huge"))
+				b_opts.huge_objs = true;
+			else if (strcmp(optarg, "heap"))
+				bad_opt(opt, "unknown object memory '%s' (heap "
+					"or huge)", optarg);
 			break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;

@@ -249,6 +249,7 @@ void b_run_pair(const struct bench_impl **im, size_t ni,
 	for (j = 0; j < ni; j++) {
 		b_objs_init(&o[j], im[j], 2 * m);
 		os[j].base = NULL;
+		os[j].n = 0;
 		if (im[j]->insert_pair)
 			b_objs_init(&os[j], im[j], 2 * m);
 	}

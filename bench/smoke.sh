@@ -156,6 +156,10 @@ for h in siphash aes; do
 	has '^zipf-s1.00-b16	plain	4096	1	'
 done
 ! $bench --hash md5 2>/dev/null || fail "--hash md5 accepted"
+# Objects on huge pages: the same answers (exit status).
+$bench --quick --n 4K --reps 1 --workload lookup,batch,pair \
+	--objects huge >/dev/null || fail "--objects huge"
+! $bench --objects tiny 2>/dev/null || fail "--objects tiny accepted"
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"

@@ -18,6 +18,7 @@
 
 #include "bench.h"
 #include "impl.h"
+#include "mem.h"	/* lib/mem.h: --objects huge */
 #include "objs.h"
 
 /*
@@ -46,12 +47,25 @@ void b_objs_init(struct bench_objs *o, const struct bench_impl *im, size_t n)
 		exit(1);
 	}
 	o->n = n;
-	o->base = b_alloc(n * B_OBJ);
+	if (!b_opts.huge_objs) {
+		o->base = b_alloc(n * B_OBJ);
+		return;
+	}
+	/* As a DPDK pipeline's mempool: 2 MiB pages where the kernel has them. */
+	o->base = ct_array_alloc(n * B_OBJ);
+	if (!o->base) {
+		fprintf(stderr, "conntab-bench: out of memory (%zu objects)\n",
+			n);
+		exit(1);
+	}
 }
 
 void b_objs_free(struct bench_objs *o)
 {
-	free(o->base);
+	if (b_opts.huge_objs)
+		ct_array_free(o->base, o->n * B_OBJ);
+	else
+		free(o->base);
 	o->base = NULL;
 }
 
