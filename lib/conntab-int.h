@@ -70,7 +70,7 @@ struct conntab {
 	 * conntab_counters(): relaxed atomic adds by the front end, rare
 	 * next to the inserts that write reserved, so they share its line.
 	 */
-	uint64_t pairs;			/* pairs linked (both halves in) */
+	uint64_t pairs;			/* pairs with both halves in */
 	uint64_t evictions;		/* victims unlinked by an eviction */
 	uint64_t evict_refused;		/* evicting inserts that got -ENOSPC */
 	uint64_t scan_passes;		/* conntab_scan() passes ended */

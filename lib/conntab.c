@@ -559,14 +559,6 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 		hi = a;
 	}
 	lo->ct_flags |= CT_NF_RIDER;
-	/*
-	 * Counted before either half is in (undone if it fails): the
-	 * stats' entries, nodes less pairs, then never count the step's
-	 * connection twice. And a locked add here, among the claims, costs
-	 * nothing more; as the step's last instruction it held back the
-	 * loads of the caller's next operation until the step had drained.
-	 */
-	__atomic_add_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 	ct_delay(CT_DP_FE_PUB_CLAIM);
 	err = ct_insert_op(t, lo, NULL, NULL, NULL, NULL);
 	if (!err) {
@@ -575,11 +567,16 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 			t->ops->remove(t, lo, true);
 	}
 	if (err) {
-		__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 		ct_node_release(a);
 		ct_node_release(b);
 		return err;
 	}
+	/*
+	 * Counted once both halves are in, never before: the counter is
+	 * the pairs in the table (conntab_counters(3)), which a pair still
+	 * being linked, or about to fail, is not.
+	 */
+	__atomic_add_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
 	/* Both in: the step ends, writers waiting for it go on. */
 	ct_node_unclaim(hi, t);
 	ct_node_unclaim(lo, t);
@@ -705,10 +702,11 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 		return -ENOENT;
 	}
 	/*
-	 * Uncounted between the two unlinks: nodes less pairs stays one
-	 * connection, then none (conntab_stats()), and the step ends with
-	 * the backend's unlock, a plain store, not a locked instruction
-	 * that would hold back the caller's next loads.
+	 * Uncounted once its first half is out (it is no longer a pair in
+	 * the table): nodes less pairs then stays one connection, then
+	 * none (conntab_stats()); and the step ends with the backend's
+	 * unlock, a plain store, not a locked instruction that would hold
+	 * back the caller's next loads.
 	 */
 	t->ops->remove(t, hi, true);
 	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
@@ -975,11 +973,11 @@ CONNTAB_API void conntab_stats(struct conntab *t, struct conntab_stats *st)
 	 */
 	/*
 	 * Entries are connections: a pair's two nodes count once. The pair
-	 * count goes up before a pair's first half is linked and down once
-	 * its first half is unlinked (eviction: once a is out), so for every
-	 * pair in flux nodes less pairs is 0 or 1, never 2; a pair counted
-	 * with none of its nodes yet (or any more) can make the difference
-	 * negative: clamped at 0.
+	 * count goes up once both halves are in and down once the first is
+	 * out, so it never leads the nodes summed: the difference stays
+	 * >= 0 but for a pair removed between the sum and this load. A pair
+	 * insert between its two links counts its connection twice for an
+	 * instant, as a sum over parts may: within max_entries, clamped.
 	 */
 	pairs = __atomic_load_n(&t->pairs, __ATOMIC_RELAXED);
 	st->entries = st->entries > pairs ? st->entries - pairs : 0;

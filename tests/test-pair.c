@@ -1039,6 +1039,96 @@ START_TEST(race_evict_pairs)
 }
 END_TEST
 
+/*
+ * Counters while pair inserts fail: a table full of CF_CAP pairs, threads
+ * trying pair inserts that must fail (-ENOSPC, or -EEXIST on a key
+ * present), a monitor reading conntab_counters() and conntab_stats()
+ * meanwhile. A failing insert links its lower half for a moment; it must
+ * never show as a pair (pairs are counted once both halves are in), nor
+ * take a connection out of the entries.
+ */
+#define CF_CAP		16
+#define CF_THREADS	2
+#define CF_TRIES	3000
+
+struct tcount {
+	struct conntab *t;
+	uint32_t id;		/* keys of this thread's would-be pair */
+	unsigned int errors;
+};
+
+static unsigned int cf_done;	/* writers finished */
+
+static void *tcf_insert(void *arg)
+{
+	struct tcount *c = arg;
+	struct conntab_key ka, kb, present;
+	struct tpair p;
+	unsigned int i;
+	int err;
+
+	rcu_register_thread();
+	tp_keys(c->id, &ka, &kb);
+	tp_keys(0, &present, &kb);	/* pair 0's a key: -EEXIST */
+	for (i = 0; i < CF_TRIES; i++) {
+		tp_init(&p, 1);
+		tp_keys(c->id, &ka, &kb);
+		if (i & 1) {
+			err = conntab_insert_pair(c->t, &p.a, &ka, &p.b,
+						  &present);
+			c->errors += err != -EEXIST;
+		} else {
+			err = conntab_insert_pair(c->t, &p.a, &ka, &p.b, &kb);
+			c->errors += err != -ENOSPC;
+		}
+		/* The failed halves may still be read: a grace period. */
+		synchronize_rcu();
+	}
+	rcu_unregister_thread();
+	__atomic_add_fetch(&cf_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+START_TEST(race_counts_in_flux)
+{
+	struct conntab *t = t_table(B, 0, CF_CAP);
+	struct conntab_counters c = { .size = sizeof(c) };
+	struct tpair p[CF_CAP];
+	struct tcount w[CF_THREADS];
+	pthread_t th[CF_THREADS];
+	struct conntab_stats st;
+	unsigned long samples = 0, bad_pairs = 0, bad_entries = 0;
+	size_t i;
+
+	tp_init(p, CF_CAP);
+	for (i = 0; i < CF_CAP; i++)
+		ck_assert_int_eq(tp_insert(t, &p[i]), 0);
+	cf_done = 0;
+	for (i = 0; i < CF_THREADS; i++) {
+		w[i] = (struct tcount){ t, (uint32_t)(CF_CAP + i), 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, tcf_insert,
+						&w[i]), 0);
+	}
+	/* Counted, not asserted, while the writers use this stack. */
+	while (__atomic_load_n(&cf_done, __ATOMIC_ACQUIRE) < CF_THREADS) {
+		bad_pairs += conntab_counters(t, &c) || c.pairs != CF_CAP;
+		conntab_stats(t, &st);
+		bad_entries += st.entries != CF_CAP;
+		samples++;
+	}
+	for (i = 0; i < CF_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_uint_eq(w[i].errors, 0);
+	}
+	ck_assert_uint_gt(samples, 0);
+	ck_assert_uint_eq(bad_pairs, 0);
+	ck_assert_uint_eq(bad_entries, 0);
+	for (i = 0; i < CF_CAP; i++)
+		tp_expect(t, &p[i], 1);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const per_backend[] = {
@@ -1048,7 +1138,7 @@ int main(void)
 		counters_api,
 	};
 	const TTest *const races[] = {
-		race_pair_vs_single, race_evict_pairs,
+		race_pair_vs_single, race_evict_pairs, race_counts_in_flux,
 	};
 	const char *only = getenv("T_PAIR_ONLY_RACES");
 	Suite *s = suite_create("pair");

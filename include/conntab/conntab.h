@@ -189,7 +189,7 @@ struct conntab_config {
 
 /** A snapshot of a table's counters, filled by conntab_stats(). */
 struct conntab_stats {
-	size_t entries;		/**< all nodes in the table */
+	size_t entries;		/**< connections in the table (a pair once) */
 	size_t timewait;	/**< of which in CONNTAB_TIMEWAIT */
 	size_t buckets;		/**< slots, or trie internal nodes for CONNTAB_TRIE */
 	size_t memory;		/**< bytes the library itself holds for this table */
