@@ -522,8 +522,9 @@ static int ct_insert_pair_counted(struct conntab *t, struct conntab_node *a,
 	 * Every line the step will touch, both nodes' and both buckets'
 	 * (the trie: its root slots), is fetched before the first claim:
 	 * a locked compare-and-swap holds back the loads behind it, so
-	 * misses started after it would be paid one after another, and a
-	 * pair would cost more than the two inserts it replaces.
+	 * misses started after it would be paid one after another. (At 1M
+	 * this brings a pair insert to parity with two inserts; where
+	 * nothing misses it stays dearer: doc/performance.md.)
 	 */
 	if (!t->ops->unhashed) {
 		ha = ct_hash_key(t, ka);
@@ -703,10 +704,10 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 	}
 	/*
 	 * Uncounted once its first half is out (it is no longer a pair in
-	 * the table): nodes less pairs then stays one connection, then
-	 * none (conntab_stats()); and the step ends with the backend's
-	 * unlock, a plain store, not a locked instruction that would hold
-	 * back the caller's next loads.
+	 * the table), so the count never leads the nodes: conntab_stats()
+	 * sees the connection 1, 0, 1, then 0 times as the halves leave,
+	 * never twice. The step then ends with the backend's unlock, not a
+	 * locked instruction; that bought no speed measurable here.
 	 */
 	t->ops->remove(t, hi, true);
 	__atomic_sub_fetch(&t->pairs, 1, __ATOMIC_RELAXED);
