@@ -3,7 +3,10 @@
  * The prefetch pipeline of lookup_batch, shared by the hash backends.
  *
  * A hit costs two dependent misses (bucket, node), a third for the keys
- * that are not first in their chain (about a third of them at load 1).
+ * that are not first in their chain (about a third of them at load 1,
+ * in split and exthash; CONNTAB_CHAINED's buckets point to every node of
+ * theirs from a tagged slot, so only the few on an overflow chain behind
+ * another pay it: slots.h).
  * Within a group nothing can hide the dependence, so a group of up to 16
  * keys goes through the memory hierarchy in waves, each as wide as the
  * group:
@@ -66,9 +69,10 @@ struct ct_batch_steps {
 	/* Prefetch the bucket of hash @h. */
 	void (*bucket)(struct conntab *t, uint32_t h);
 	/*
-	 * Load the bucket of @h; prefetch and return the first node of the
-	 * chain a lookup of @h walks first (a nulls marker if empty), and
-	 * prefetch the first nodes of any other chain it walks.
+	 * Load the bucket of @h; prefetch and return the first node a
+	 * lookup of @h reads (the first of the chain it walks first, or the
+	 * slot its tag matched; a nulls marker if none), and prefetch the
+	 * first nodes of any other chain it walks.
 	 */
 	struct conntab_node *(*first)(struct conntab *t, uint32_t h);
 	/* The lookup proper (RCU reader), with the hash computed. */

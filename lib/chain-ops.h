@@ -20,6 +20,32 @@ struct ct_delta {
 };
 
 /*
+ * An insert (locked) met @old holding its key: 0 if @old is a TIME_WAIT
+ * node that @recycled asks to replace, else the insert's error.
+ */
+static inline int ct_insert_met_locked(struct conntab *t,
+				       const struct conntab_node *old,
+				       struct conntab_node **recycled)
+{
+	/* A pair's half whose step may yet fail: not -EEXIST (P2). */
+	if (ct_node_check_locked(old, t, false) == CT_ECLAIMED)
+		return CT_ECLAIMED;
+	if (!recycled || old->ct_state != CONNTAB_TIMEWAIT)
+		return -EEXIST;
+	return 0;
+}
+
+/* A recycling insert put its node in @old's place: hand @old back. */
+static inline void ct_insert_recycled(struct conntab_node *old,
+				      struct conntab_node **recycled,
+				      struct ct_delta *d)
+{
+	ct_node_release(old);
+	d->timewait--;
+	*recycled = old;
+}
+
+/*
  * Insert @n (claimed; key, hash and state set) into the chain at @head,
  * or with @recycled non-NULL put it in the place of a TIME_WAIT node of
  * the same key in one store (a reader finds one or the other).
@@ -32,18 +58,14 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 {
 	struct conntab_node **pprev, *old;
 	size_t len;
+	int err;
 
 	old = ct_chain_find_locked(head, n->ct_hash, &n->ct_key, &pprev, &len);
 	if (old) {
-		/* A pair's half whose step may yet fail: not -EEXIST (P2). */
-		if (ct_node_check_locked(old, t, false) == CT_ECLAIMED)
-			return CT_ECLAIMED;
-		if (!recycled || old->ct_state != CONNTAB_TIMEWAIT)
-			return -EEXIST;
+		if ((err = ct_insert_met_locked(t, old, recycled)))
+			return err;
 		ct_chain_replace(pprev, old, n);
-		ct_node_release(old);
-		d->timewait--;
-		*recycled = old;
+		ct_insert_recycled(old, recycled, d);
 		return 0;
 	}
 	/* Also for an eviction that pushes @n after -ENOSPC. */
@@ -55,6 +77,17 @@ static inline int ct_chain_insert_locked(struct conntab *t,
 	d->entries++;
 	ct_probe_chain(t, n->ct_hash, len + 1);
 	return 0;
+}
+
+/* A removal (locked) unlinked @n: its claim ends, its count goes. */
+static inline void ct_removed_locked(struct conntab *t, struct conntab_node *n,
+				     struct ct_delta *d)
+{
+	ct_node_release(n);
+	d->entries--;
+	if (n->ct_state == CONNTAB_TIMEWAIT)
+		d->timewait--;
+	ct_unreserve(t, n);
 }
 
 /*
@@ -78,12 +111,25 @@ static inline int ct_chain_remove_locked(struct conntab *t,
 		return -ENOENT;
 	/* Release: a mover's invariants (exthash I2) need it; free on x86. */
 	ct_chain_unlink_release(pprev, n);
-	ct_node_release(n);
-	d->entries--;
-	if (n->ct_state == CONNTAB_TIMEWAIT)
-		d->timewait--;
-	ct_unreserve(t, n);
+	ct_removed_locked(t, n, d);
 	return 0;
+}
+
+/* TIME_WAIT in place: same node, same place, readers see either state. */
+static inline void ct_timewait_flip(struct conntab_node *est)
+{
+	ct_delay(CT_DP_CHAIN_PUB_TW_STATE);
+	__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT, __ATOMIC_RELAXED);
+}
+
+/* @est went to TIME_WAIT, in place or replaced by @tw: count it. */
+static inline void ct_timewait_done(struct conntab_node *est,
+				    const struct conntab_node *tw,
+				    struct ct_delta *d)
+{
+	if (tw != est)
+		ct_node_release(est);
+	d->timewait++;
 }
 
 /*
@@ -108,16 +154,11 @@ static inline int ct_chain_timewait_locked(struct conntab *t,
 		return -ENOENT;
 	if (est->ct_state != CONNTAB_ESTABLISHED)
 		return -EINVAL;
-	if (tw == est) {
-		/* Same node, same place: readers see either state. */
-		ct_delay(CT_DP_CHAIN_PUB_TW_STATE);
-		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
-				 __ATOMIC_RELAXED);
-	} else {
+	if (tw == est)
+		ct_timewait_flip(est);
+	else
 		ct_chain_replace(pprev, est, tw);
-		ct_node_release(est);
-	}
-	d->timewait++;
+	ct_timewait_done(est, tw, d);
 	return 0;
 }
 

@@ -1,39 +1,40 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_CHAINED: a fixed power-of-two array of RCU chains.
+ * CONNTAB_CHAINED: a fixed power-of-two array of buckets of tagged slots.
  *
- * Layout: one pointer per bucket (8 bytes, load factor ~1 at the sizing
- * hint), the chains ending in nulls markers that carry the bucket index.
- * A successful lookup touches the bucket's line and the node's line
- * (pointer, hash and key share one line): Dumazet's two cache misses.
+ * Layout (slots.h): a bucket is a cache line of six node pointers, a tag
+ * byte for each and an overflow chain, at 1.5-3 nodes a bucket at the
+ * sizing hint (21-43 bytes an entry). A successful lookup touches the
+ * bucket's line and the node's line (pointer, hash and key share one
+ * line): Dumazet's two cache misses, also for the keys that a chain
+ * would have put second or third, which is what bursts of lookups wait
+ * for.
  *
  * Writers lock the stripe of the key's hash (ct_locks); since the bucket
  * count is a power of two no smaller than the stripe count, one stripe
- * covers whole buckets, so a writer holding it owns every chain it touches.
- * TIME_WAIT is a state on the node: conntab_timewait() either flips the
- * state in place or replaces the node in its chain with one pointer store.
- * Nodes never move between chains here; the nulls check in the reader is
- * one compare at the end of a miss and keeps the chain code shared with
- * the backends where they do.
+ * covers whole buckets, so a writer holding it owns every slot and chain
+ * it touches. TIME_WAIT is a state on the node: conntab_timewait() either
+ * flips the state in place or replaces the node in its slot or chain with
+ * one pointer store. Nodes never move (slots.h S2): the nulls check in
+ * the chain walk is one compare at the end of a miss and keeps the chain
+ * code shared with the backends where they do.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "chain.h"
 #include "chain-ops.h"
 #include "conntab-int.h"
 #include "evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "mem.h"
+#include "slots.h"
 #include "walk.h"
-
-/* Smallest table, for expected = 0. */
-#define CT_CHAINED_MIN_BUCKETS	64
 
 struct ct_chained {
 	struct conntab base;
-	struct conntab_node **buckets;
+	struct ct_slots *buckets;
 	uint32_t mask;			/* buckets - 1 */
 	struct ct_locks locks;
 };
@@ -43,10 +44,21 @@ static inline struct ct_chained *ct_chained(struct conntab *t)
 	return (struct ct_chained *)t;
 }
 
+static inline struct ct_slots *chained_bucket(struct ct_chained *c,
+					      uint32_t h)
+{
+	return &c->buckets[h & c->mask];
+}
+
+static size_t chained_memory(size_t nb)
+{
+	return nb * sizeof(struct ct_slots);
+}
+
 static struct conntab *chained_create(const struct conntab *tmpl,
 				      const struct conntab_config *cfg)
 {
-	size_t nb = ct_buckets_for(cfg->expected, CT_CHAINED_MIN_BUCKETS);
+	size_t i, nb = ct_slots_buckets_for(cfg->expected);
 	struct ct_chained *c;
 
 	c = aligned_alloc(CT_CACHELINE, sizeof(*c));
@@ -55,29 +67,118 @@ static struct conntab *chained_create(const struct conntab *tmpl,
 	memset(c, 0, sizeof(*c));
 	c->base = *tmpl;
 	c->mask = (uint32_t)(nb - 1);
-	c->buckets = ct_heads_alloc(nb);
+	/* Zeroed: every slot free (S1). */
+	c->buckets = ct_array_alloc(chained_memory(nb));
 	if (!c->buckets)
 		goto nomem;
+	for (i = 0; i < nb; i++)
+		c->buckets[i].over = ct_nulls(i);
 	if (ct_locks_init(&c->locks, nb))
 		goto nomem;
 	return &c->base;
 nomem:
-	if (c)
-		ct_heads_free(c->buckets, nb);
+	if (c && c->buckets)
+		ct_array_free(c->buckets, chained_memory(nb));
 	free(c);
 	errno = ENOMEM;
 	return NULL;
+}
+
+static void chained_release(struct conntab_node *n,
+			    void (*release)(struct conntab_node *))
+{
+	ct_node_release(n);
+	if (release)
+		release(n);	/* may free n */
 }
 
 static void chained_destroy(struct conntab *t,
 			    void (*release)(struct conntab_node *))
 {
 	struct ct_chained *c = ct_chained(t);
+	struct conntab_node *n, *next;
+	struct ct_slots *b;
+	size_t i, j;
 
-	ct_heads_release(c->buckets, (size_t)c->mask + 1, release);
+	for (i = 0; i <= c->mask; i++) {
+		b = &c->buckets[i];
+		for (j = 0; j < CT_SLOTS; j++)
+			if (b->slot[j])
+				chained_release(b->slot[j], release);
+		for (n = b->over; !ct_is_nulls(n); n = next) {
+			next = n->ct_next;
+			chained_release(n, release);
+		}
+	}
 	ct_locks_fini(&c->locks);
-	ct_heads_free(c->buckets, (size_t)c->mask + 1);
+	ct_array_free(c->buckets, chained_memory((size_t)c->mask + 1));
 	free(c);
+}
+
+/*
+ * Insert @n (claimed; key, hash and state set) into its bucket @b, or
+ * with @recycled non-NULL put it in the place of a TIME_WAIT node of the
+ * same key in one store (a reader finds one or the other).
+ */
+static int chained_insert_locked(struct conntab *t, struct ct_slots *b,
+				 uintptr_t id, struct conntab_node *n,
+				 struct conntab_node **recycled,
+				 struct ct_delta *d)
+{
+	struct conntab_node **pprev, *old;
+	size_t len;
+	int err, slot;
+
+	old = ct_slots_find_locked(b, n->ct_hash, &n->ct_key, &slot, &pprev,
+				   &len);
+	if (old) {
+		if ((err = ct_insert_met_locked(t, old, recycled)))
+			return err;
+		ct_slots_replace(b, id, slot, pprev, old, n);
+		ct_insert_recycled(old, recycled, d);
+		return 0;
+	}
+	d->chain = len + 1;
+	/* After the key check: a duplicate is -EEXIST, not -ENOSPC. */
+	if (!ct_reserve(t, n))
+		return -ENOSPC;
+	ct_slots_put(b, id, n);		/* n is private until here */
+	d->entries++;
+	ct_probe_chain(t, n->ct_hash, len + 1);
+	return 0;
+}
+
+/* Sample source of an eviction: the slots and chain of bucket @b. */
+static void chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
+				  struct ct_victim *v)
+{
+	struct ct_slots *bk = &((struct ct_chained *)ctx)->buckets[b];
+	unsigned int i;
+
+	for (i = 0; i < CT_SLOTS; i++)
+		if (bk->slot[i])
+			ct_victim_offer(v, bk->slot[i], &bk->over, s, &s->lock);
+	ct_victim_chain(v, &bk->over, s, &s->lock);
+}
+
+/* A hint (heads.h): the bucket's slotted nodes and its chain's first. */
+static void chained_prefetch_nodes(struct ct_slots *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < CT_SLOTS; i++) {
+		struct conntab_node *n = __atomic_load_n(&b->slot[i],
+							 __ATOMIC_RELAXED);
+
+		if (n)
+			__builtin_prefetch(n);
+	}
+	ct_chain_prefetch(&b->over);
+}
+
+static void chained_sample_ahead(void *ctx, size_t b)
+{
+	chained_prefetch_nodes(&((struct ct_chained *)ctx)->buckets[b]);
 }
 
 /*
@@ -88,14 +189,24 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
 			 struct conntab_node *n, ct_rank_fn rank, void *arg,
 			 struct conntab_node **evicted)
 {
+	static const struct ct_sample_ops sample = {
+		.offer	= chained_sample_bucket,
+		.ahead	= chained_sample_ahead,
+	};
+	struct ct_stripe *vs;
 	struct ct_victim v;
 
 	ct_victim_init(&v, &c->base, rank, arg);
-	if (!ct_heads_sample(c->buckets, (size_t)c->mask + 1, 1, &c->locks,
-			     s, &v))
+	if (!ct_stripes_sample((size_t)c->mask + 1, &c->locks, s, &v, &sample,
+			       c))
 		return -ENOSPC;
-	ct_heads_evict(&v, s);
-	ct_chain_push(&c->buckets[n->ct_hash & c->mask], n);
+	vs = v.owner;
+	ct_delay(CT_DP_EVICT_UNLINK);
+	ct_slots_unlink(chained_bucket(c, v.node->ct_hash), v.node);
+	ct_node_release(v.node);
+	ct_stripe_add(vs, -1, -(v.node->ct_state == CONNTAB_TIMEWAIT));
+	ct_victim_unlock(&v, &s->lock);
+	ct_slots_put(chained_bucket(c, n->ct_hash), n->ct_hash & c->mask, n);
 	ct_stripe_add(s, 1, 0);
 	*evicted = v.node;
 	return 0;
@@ -114,8 +225,8 @@ static int chained_insert_common(struct conntab *t, struct conntab_node *n,
 	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	err = ct_chain_insert_locked(t, &c->buckets[h & c->mask], n, recycled,
-				     &d);
+	err = chained_insert_locked(t, chained_bucket(c, h), h & c->mask, n,
+				    recycled, &d);
 	ct_stripe_apply(s, &d);
 	/* -ENOSPC comes after the key check: the key is absent. */
 	if (err == -ENOSPC && rank)
@@ -141,26 +252,19 @@ static inline struct conntab_node *
 chained_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 {
 	struct ct_chained *c = ct_chained(t);
-	uint32_t b = h & c->mask;
 
-	return ct_chain_lookup(&c->buckets[b], b, h, k);
+	return ct_slots_find(chained_bucket(c, h), h & c->mask, h, k);
 }
 
 static inline void chained_prefetch_bucket(struct conntab *t, uint32_t h)
 {
-	struct ct_chained *c = ct_chained(t);
-
-	__builtin_prefetch(&c->buckets[h & c->mask]);
+	__builtin_prefetch(chained_bucket(ct_chained(t), h));
 }
 
 static inline struct conntab_node *chained_prefetch_first(struct conntab *t,
 							   uint32_t h)
 {
-	struct ct_chained *c = ct_chained(t);
-	struct conntab_node *first = ct_rcu_deref(c->buckets[h & c->mask]);
-
-	__builtin_prefetch(ct_is_nulls(first) ? (void *)c : first);
-	return first;
+	return ct_slots_first_node(chained_bucket(ct_chained(t), h), h);
 }
 
 CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,
@@ -171,7 +275,7 @@ static void chained_prefetch(struct conntab *t,
 {
 	struct ct_chained *c = ct_chained(t);
 
-	__builtin_prefetch(&c->buckets[h & c->mask], 1);
+	__builtin_prefetch(chained_bucket(c, h), 1);
 	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
 }
 
@@ -185,8 +289,13 @@ static int chained_remove(struct conntab *t, struct conntab_node *n,
 	int err;
 
 	s = ct_lock_hash(&c->locks, h);
-	err = ct_chain_remove_locked(t, &c->buckets[h & c->mask], n, &d,
-				     claimed);
+	/* Recheck under the lock: a racing remove may have won. */
+	ct_delay(CT_DP_CHAIN_LOCK_REMOVE);
+	err = ct_node_check_locked(n, t, claimed);
+	if (!err && !ct_slots_unlink(chained_bucket(c, h), n))
+		err = -ENOENT;
+	if (!err)
+		ct_removed_locked(t, n, &d);
 	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;
@@ -197,62 +306,103 @@ static int chained_timewait(struct conntab *t, struct conntab_node *est,
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = est->ct_hash;
+	struct ct_slots *b = chained_bucket(c, h);
+	struct conntab_node **pprev = NULL;
 	struct ct_delta d = { 0 };
 	struct ct_stripe *s;
-	int err;
+	int err, slot;
 
 	s = ct_lock_hash(&c->locks, h);
-	err = ct_chain_timewait_locked(t, &c->buckets[h & c->mask], est, tw,
-				       &d);
+	ct_delay(CT_DP_CHAIN_LOCK_TIMEWAIT);
+	err = ct_node_check_locked(est, t, false);
+	if (err)
+		goto out;
+	slot = ct_slots_index(b, est);
+	if (slot < 0 && !(pprev = ct_chain_pprev(&b->over, est))) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (est->ct_state != CONNTAB_ESTABLISHED) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (tw == est)
+		ct_timewait_flip(est);
+	else
+		ct_slots_replace(b, h & c->mask, slot, pprev, est, tw);
+	ct_timewait_done(est, tw, &d);
+out:
 	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
 	return err;
+}
+
+/* Call @fn for @n if it is in @state (or CT_WALK_ALL). */
+static inline int chained_visit(struct conntab_node *n, int state,
+				ct_walk_fn fn, void *arg)
+{
+	if (state != CT_WALK_ALL &&
+	    conntab_node_state(n) != (enum conntab_state)state)
+		return 0;
+	return fn(n, arg);
 }
 
 static int chained_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
 {
 	struct ct_chained *c = ct_chained(t);
 	struct conntab_node *n, *next;
-	size_t i;
+	struct ct_slots *b;
+	size_t i, j;
 	int ret;
 
 	/*
-	 * Buckets never move and chains only gain nodes at their head, so a
-	 * node present for the whole walk is on its chain's path exactly once.
-	 * fn may unlink n: its link stays valid for a grace period, and we
-	 * hold the read lock.
+	 * Buckets never move, nodes never leave their slot or chain (S2)
+	 * and chains only gain nodes at their head, so a node present for
+	 * the whole walk is on its bucket's path exactly once. fn may
+	 * unlink n: a chain's link stays valid for a grace period, and we
+	 * hold the read lock; a slot is read again for the next node.
 	 */
 	for (i = 0; i <= c->mask; i++) {
-		for (n = ct_rcu_deref(c->buckets[i]); !ct_is_nulls(n); n = next) {
+		b = &c->buckets[i];
+		for (j = 0; j < CT_SLOTS; j++) {
+			n = ct_rcu_deref(b->slot[j]);
+			if (n && (ret = chained_visit(n, state, fn, arg)))
+				return ret;
+		}
+		for (n = ct_rcu_deref(b->over); !ct_is_nulls(n); n = next) {
 			ct_delay(CT_DP_WALK_READ_NEXT);
 			next = ct_rcu_deref(n->ct_next);
-			if (state != CT_WALK_ALL &&
-			    conntab_node_state(n) != (enum conntab_state)state)
-				continue;
-			ret = fn(n, arg);
-			if (ret)
+			if ((ret = chained_visit(n, state, fn, arg)))
 				return ret;
 		}
 	}
 	return 0;
 }
 
-/* One pass of a scan over bucket @b (walk.h); its chain never diverts. */
+/* One pass of a scan over bucket @b (walk.h); nothing here moves (S2). */
 static bool chained_scan_pass(struct conntab *t, size_t b, int state,
 			      struct ct_walk_sel *sel)
 {
-	return ct_walk_sel_chain(sel, &ct_chained(t)->buckets[b], b);
+	struct ct_slots *bk = &ct_chained(t)->buckets[b];
+	struct conntab_node *n;
+	unsigned int i;
+
+	for (i = 0; i < CT_SLOTS; i++)
+		if ((n = ct_rcu_deref(bk->slot[i])))
+			ct_walk_sel_offer(sel, n);
+	return ct_walk_sel_chain(sel, &bk->over, b);
 }
 
 static void chained_scan_ahead(struct conntab *t, size_t b)
 {
-	ct_chain_prefetch(&ct_chained(t)->buckets[b]);
+	chained_prefetch_nodes(&ct_chained(t)->buckets[b]);
 }
 
 /*
  * The walk above needs no selection, but a scan does: between two calls
- * a node can leave its chain and come back at the head, so only an order
- * of its own (bucket, hash, address) keeps it from being visited twice.
+ * a node can leave its bucket and come back in another slot, so only an
+ * order of its own (bucket, hash, address) keeps it from being visited
+ * twice.
  */
 static enum ct_scan_end chained_scan(struct conntab *t, uint64_t *pos,
 				     bool fresh, size_t budget, ct_walk_fn fn,
@@ -263,16 +413,35 @@ static enum ct_scan_end chained_scan(struct conntab *t, uint64_t *pos,
 			       chained_scan_ahead, fn, arg, fnret);
 }
 
+/* The most nodes a bucket holds, each stripe counted under its lock. */
+static size_t chained_max_depth(struct ct_chained *c)
+{
+	size_t b, len, depth = 0, nb = (size_t)c->mask + 1;
+	uint32_t sidx;
+
+	for (sidx = 0; sidx <= c->locks.mask; sidx++) {
+		struct ct_stripe *s = &c->locks.stripe[sidx];
+
+		ct_spin_lock(&s->lock);
+		for (b = sidx; b < nb; b += (size_t)c->locks.mask + 1) {
+			len = ct_slots_len(&c->buckets[b]);
+			if (len > depth)
+				depth = len;
+		}
+		ct_unlock_stripe(s);
+	}
+	return depth;
+}
+
 static void chained_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_chained *c = ct_chained(t);
 
 	ct_locks_count(&c->locks, &st->entries, &st->timewait);
 	st->buckets = (size_t)c->mask + 1;
-	st->memory = sizeof(*c) + ct_heads_memory(st->buckets) +
+	st->memory = sizeof(*c) + chained_memory(st->buckets) +
 		     ct_locks_memory(&c->locks);
-	st->max_depth = ct_heads_max_depth(c->buckets, st->buckets, 1,
-					   &c->locks);
+	st->max_depth = chained_max_depth(c);
 	st->resizes = 0;
 }
 

@@ -24,9 +24,9 @@
  *		that a writer's steps may separate.
  *
  * Areas: fe (front end, conntab.c), chain (chain.h, chain-ops.h: chained,
- * split and exthash), evict (evict.h, with heads.c and exthash), walk
- * (walk.h: walks and scans of chained, split, exthash), sp (split.c), xh
- * (exthash.c), tr (the trie's files).
+ * split and exthash), slot (slots.h: chained), evict (evict.h, with
+ * heads.c and exthash), walk (walk.h: walks and scans of chained, split,
+ * exthash), sp (split.c), xh (exthash.c), tr (the trie's files).
  *
  * Built without --enable-delay-injection, ct_delay() is nothing (its
  * argument is still type-checked). Built with it, every pass of a point
@@ -101,6 +101,15 @@
 	  "timewait: chain locked, before the owner and state recheck") \
 	X(CHAIN_PUB_TW_STATE, "chain_pub_tw_state",			\
 	  "timewait in place: before the node's state becomes TIME_WAIT") \
+	/* slots: lib/slots.h (chained) */				\
+	X(SLOT_READ, "slot_read",					\
+	  "lookup read a bucket's tags, before it loads a slot a tag matched") \
+	X(SLOT_PUB, "slot_pub",						\
+	  "before the release store of a node into a bucket's slot") \
+	X(SLOT_PUB_TAG, "slot_pub_tag",					\
+	  "slot filled, before the release store of its tag") \
+	X(SLOT_UNLINK, "slot_unlink",					\
+	  "before a slot's tag and then its node are cleared") \
 	/* eviction: lib/evict.h (heads.c, exthash.c) */		\
 	X(EVICT_LOCK_OTHER, "evict_lock_other",				\
 	  "sample: another lock try-locked, before what it covers is read") \

@@ -99,38 +99,46 @@ static inline void ct_victim_drop_pair(struct conntab_node *a,
 }
 
 /*
- * Offer every node of the chain at @head (its lock @lock held; @owner
- * counts its nodes): keep the one with the largest non-negative rank.
+ * Offer @n (its lock @lock held; @owner counts it; @head the chain it is
+ * on, if any): keep it if its rank is the largest non-negative yet.
  * Claimed nodes are another writer step's (P2) and left out; a pair's b
  * half too, the pair being offered through its a. The victim chosen, if
- * a pair, is claimed whole: ct_victim_unlink() unlinks a, and the front
- * end the b half (lib/conntab.c).
+ * a pair, is claimed whole: the backend unlinks a (ct_victim_unlink()),
+ * and the front end the b half (lib/conntab.c).
  */
-static inline void ct_victim_chain(struct ct_victim *v,
+static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 				   struct conntab_node **head, void *owner,
 				   uint32_t *lock)
 {
 	const struct conntab *t = v->t;
-	struct conntab_node *n;
 	long r;
 
-	for (n = *head; !ct_is_nulls(n); n = n->ct_next) {
-		if (ct_node_pair_b(n) ||
-		    __atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t)
-			continue;
-		r = v->rank(n, v->arg);
-		v->seen++;
-		if (r >= 0 && (!v->node || r > v->best)) {
-			if (n->ct_peer && !ct_victim_claim_pair(n, t))
-				continue;
-			ct_victim_drop_pair(v->node, t);
-			v->node = n;
-			v->head = head;
-			v->owner = owner;
-			v->lock = lock;
-			v->best = r;
-		}
+	if (ct_node_pair_b(n) ||
+	    __atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t)
+		return;
+	r = v->rank(n, v->arg);
+	v->seen++;
+	if (r >= 0 && (!v->node || r > v->best)) {
+		if (n->ct_peer && !ct_victim_claim_pair(n, t))
+			return;
+		ct_victim_drop_pair(v->node, t);
+		v->node = n;
+		v->head = head;
+		v->owner = owner;
+		v->lock = lock;
+		v->best = r;
 	}
+}
+
+/* Offer every node of the chain at @head, as ct_victim_offer(). */
+static inline void ct_victim_chain(struct ct_victim *v,
+				   struct conntab_node **head, void *owner,
+				   uint32_t *lock)
+{
+	struct conntab_node *n;
+
+	for (n = *head; !ct_is_nulls(n); n = n->ct_next)
+		ct_victim_offer(v, n, head, owner, lock);
 }
 
 /*

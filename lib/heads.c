@@ -94,41 +94,17 @@ size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 }
 
 /*
- * The buckets of one stripe are nbuckets / stripes heads apart, a line
+ * The buckets of one stripe are nbuckets / stripes buckets apart, a line
  * each, and their nodes a line each: offered one after the other they are
  * two dependent misses per bucket, some twenty for a sample. Ask for the
- * first nodes of the first CT_EVICT_AHEAD buckets at once, so that their
- * misses overlap as a batch lookup's do.
+ * nodes of the first CT_EVICT_AHEAD buckets at once, so that their misses
+ * overlap as a batch lookup's do.
  */
 #define CT_EVICT_AHEAD	(CT_EVICT_SAMPLE + CT_EVICT_SAMPLE / 2)
 
-static void ct_heads_sample_ahead(struct conntab_node **heads, size_t o,
-				  size_t j0, size_t per, size_t stripes,
-				  unsigned int per_bucket)
-{
-	size_t k, m = per < CT_EVICT_AHEAD ? per : CT_EVICT_AHEAD;
-	unsigned int j;
-
-	for (k = 0; k < m; k++)
-		for (j = 0; j < per_bucket; j++)
-			ct_chain_prefetch(&heads[(o + ((j0 + k) % per) *
-						   stripes) * per_bucket + j]);
-}
-
-/* Offer the chains of bucket @b (its stripe @s held) to the sample. */
-static void ct_heads_sample_bucket(struct conntab_node **heads, size_t b,
-				   unsigned int per_bucket, struct ct_stripe *s,
-				   struct ct_victim *v)
-{
-	unsigned int j;
-
-	for (j = 0; j < per_bucket; j++)
-		ct_victim_chain(v, &heads[b * per_bucket + j], s, &s->lock);
-}
-
-bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
-		     unsigned int per_bucket, const struct ct_locks *lk,
-		     struct ct_stripe *own, struct ct_victim *v)
+bool ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
+		       struct ct_stripe *own, struct ct_victim *v,
+		       const struct ct_sample_ops *ops, void *ctx)
 {
 	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
 	size_t o = (size_t)(own - lk->stripe), j0, k, j;
@@ -142,10 +118,10 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
 	 */
 	j0 = (size_t)(ct_evict_random() % per);
-	ct_heads_sample_ahead(heads, o, j0, per, stripes, per_bucket);
+	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
+		ops->ahead(ctx, o + ((j0 + k) % per) * stripes);
 	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
-		ct_heads_sample_bucket(heads, o + ((j0 + k) % per) * stripes,
-				       per_bucket, own, v);
+		ops->offer(ctx, o + ((j0 + k) % per) * stripes, own, v);
 	/* A small or sparse table: the other stripes, try-locked. */
 	for (k = 1; k < stripes && v->seen < CT_EVICT_SAMPLE; k++) {
 		s = &lk->stripe[(o + k) & lk->mask];
@@ -153,11 +129,49 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 			continue;	/* busy: skip, never wait */
 		prev = v->lock;
 		for (j = 0; j < per && v->seen < CT_EVICT_SAMPLE; j++)
-			ct_heads_sample_bucket(heads, (o + k) % stripes +
-					       j * stripes, per_bucket, s, v);
+			ops->offer(ctx, (o + k) % stripes + j * stripes, s, v);
 		ct_victim_settle(v, &s->lock, prev, &own->lock);
 	}
 	return v->node != NULL;
+}
+
+/* Arrays of heads, @per_bucket heads a bucket. */
+struct ct_heads_ctx {
+	struct conntab_node **heads;
+	unsigned int per_bucket;
+};
+
+static void ct_heads_sample_ahead(void *ctx, size_t b)
+{
+	const struct ct_heads_ctx *c = ctx;
+	unsigned int j;
+
+	for (j = 0; j < c->per_bucket; j++)
+		ct_chain_prefetch(&c->heads[b * c->per_bucket + j]);
+}
+
+static void ct_heads_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
+				   struct ct_victim *v)
+{
+	const struct ct_heads_ctx *c = ctx;
+	unsigned int j;
+
+	for (j = 0; j < c->per_bucket; j++)
+		ct_victim_chain(v, &c->heads[b * c->per_bucket + j], s,
+				&s->lock);
+}
+
+bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
+		     unsigned int per_bucket, const struct ct_locks *lk,
+		     struct ct_stripe *own, struct ct_victim *v)
+{
+	static const struct ct_sample_ops ops = {
+		.offer	= ct_heads_sample_bucket,
+		.ahead	= ct_heads_sample_ahead,
+	};
+	struct ct_heads_ctx c = { heads, per_bucket };
+
+	return ct_stripes_sample(nbuckets, lk, own, v, &ops, &c);
 }
 
 void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own)

@@ -73,6 +73,22 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 		     struct ct_stripe *own, struct ct_victim *v);
 
 /*
+ * The sample of ct_heads_sample() over any fixed array of @nbuckets
+ * buckets striped by @lk: @offer(ctx, b, s, v) offers the nodes of bucket
+ * b (its stripe @s held) to @v (evict.h); @ahead(ctx, b) prefetches them,
+ * a hint that reads nothing a writer may free.
+ */
+struct ct_sample_ops {
+	void (*offer)(void *ctx, size_t b, struct ct_stripe *s,
+		      struct ct_victim *v);
+	void (*ahead)(void *ctx, size_t b);
+};
+
+bool ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
+		       struct ct_stripe *own, struct ct_victim *v,
+		       const struct ct_sample_ops *ops, void *ctx);
+
+/*
  * Unlink the victim ct_heads_sample() chose, counted by its stripe, and
  * drop that stripe's lock unless it is the newcomer's @own.
  */

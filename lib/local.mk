@@ -13,7 +13,7 @@ lib_libconntab_la_SOURCES = \
 	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
 	lib/rcu-reg.c lib/rcu-reg.h \
 	lib/probes.h lib/delay.c lib/delay.h \
-	lib/heads.c lib/heads.h \
+	lib/heads.c lib/heads.h lib/slots.h \
 	lib/chained.c \
 	lib/split.c \
 	lib/exthash.c \

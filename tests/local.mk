@@ -381,3 +381,12 @@ AM_TESTS_ENVIRONMENT += CT_CC='$(CC)' \
 	CT_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) \
 	$(URCU_QSBR_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN_CFLAGS)'; \
 	export CT_CC CT_CFLAGS;
+
+# CONNTAB_CHAINED's tagged slots against one full bucket of one tag.
+check_PROGRAMS += tests/test-slots
+TESTS += tests/test-slots
+tests_test_slots_SOURCES = tests/test-slots.c $(T_COMMON)
+tests_test_slots_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
+tests_test_slots_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_slots_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
+	$(PTHREAD_LIBS)

@@ -157,10 +157,10 @@ struct conntab_node {
  * as the address space holds). A larger hint is refused with EINVAL, not
  * honoured: it is a bug such as (size_t)-1, and sizing for it allocated
  * gigabytes. Up to the maximum each backend sizes for the hint as far as
- * it goes (CONNTAB_CHAINED and CONNTAB_SPLIT their fixed arrays to 2^27
- * buckets, CONNTAB_EXTHASH its first segments to 2^28 chains, CONNTAB_TRIE
- * its root's first wide node to 2^20 slots) and past that grows online or
- * loads its chains more.
+ * it goes (CONNTAB_CHAINED its fixed array to 2^24 buckets of six slots,
+ * CONNTAB_SPLIT to 2^27 buckets, CONNTAB_EXTHASH its first segments to
+ * 2^28 chains, CONNTAB_TRIE its root's first wide node to 2^20 slots) and
+ * past that grows online or loads its chains more.
  */
 #if SIZE_MAX > 0xffffffffu
 # define CONNTAB_MAX_EXPECTED	((size_t)1 << 32)
@@ -191,9 +191,11 @@ struct conntab_config {
 struct conntab_stats {
 	size_t entries;		/**< connections in the table (a pair once) */
 	size_t timewait;	/**< of which in CONNTAB_TIMEWAIT */
-	size_t buckets;		/**< slots, or trie internal nodes for CONNTAB_TRIE */
+	size_t buckets;		/**< buckets (chained: lines of six slots), or
+				     trie internal nodes for CONNTAB_TRIE */
 	size_t memory;		/**< bytes the library itself holds for this table */
-	size_t max_depth;	/**< longest chain, or deepest trie path */
+	size_t max_depth;	/**< longest chain (chained: most nodes in a
+				     bucket), or deepest trie path */
 	size_t resizes;		/**< completed online resizes */
 };
 

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Buckets of tagged slots over an overflow chain: CONNTAB_CHAINED's layout.
+ *
+ * A bucket is one cache line: CT_SLOTS node pointers, a tag byte beside
+ * each (eight bits of the key's hash that the bucket index does not use),
+ * and the head of an overflow chain (chain.h) for the nodes that found
+ * every slot taken. A lookup loads the line, compares its key's tag with
+ * the six in one word operation, and reads only the node whose tag is
+ * its own: a hit costs the bucket's line and the node's, wherever the key
+ * sits among its bucket's nodes. (With one chain pointer per bucket, the
+ * third of the keys that are second in their chain paid a third miss, and
+ * a burst of 16 keys nearly always held one: three waves of misses where
+ * this layout needs two.) The table is sized for 2 to 4 nodes a bucket
+ * at the sizing hint (ct_slots_buckets_for(): 16 to 32 bytes an entry).
+ * For random keys, which the keyed hash makes of any keys, a bucket then
+ * overflows its six slots with probability 1/221 (2 a bucket) to 1/9 (4),
+ * and 0.3% to 4.9% of the nodes are on a chain, 0.07% to 2.1% behind
+ * another one there (the Poisson tails; tests/test-slots.c measures
+ * them). A lookup that finds no tag of its own reads the chain head from
+ * the same line and, almost always empty, stops there. Keys built to
+ * collide, by whoever knows the secret, make one bucket's chain as long
+ * as they are many, as in any chained table (tests/test-flood.c).
+ *
+ * Invariants (writers hold the lock stripe that covers the bucket):
+ *
+ *  S1  Tag byte i is nonzero only while slot i holds a node, whose hash
+ *      has that tag. A writer fills a slot with a release store of the
+ *      node (initialised) and then publishes its tag with a release store
+ *      of the tag word; it empties one in the reverse order. A reader
+ *      loads the tag word with acquire before any slot, so a tag it sees
+ *      leads to that node, or to whatever the slot held later: a node
+ *      still not freed (it leaves its slot a grace period before it can
+ *      be freed, as it leaves a chain) that the key compare accepts or
+ *      rejects. Under the stripe lock tag i is 0 exactly when slot i is
+ *      NULL: the tags say which slots are free.
+ *  S2  A node never moves: it stays in the slot or on the overflow chain
+ *      that took it until it is removed; a TIME_WAIT or recycling
+ *      replacement puts the new node in the same place with one store
+ *      (same key, same hash, same tag). So a key present for a whole
+ *      lookup is in one place all along: in slot i, with tag i set, or
+ *      on the chain, which the chain walk does not miss (chain.h).
+ *  S3  A slotted node's link (ct_next) is the bucket's nulls marker: the
+ *      batch probes (batch.h), which follow the link of a node that was
+ *      not the key, end there as at the end of a chain.
+ */
+#ifndef CT_SLOTS_H
+#define CT_SLOTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chain.h"
+#include "delay.h"
+#include "key.h"
+#include "lock.h"
+#include "rcu.h"
+
+#define CT_SLOTS	6
+/* Nodes a bucket at the sizing hint, at most (2 to 4: a power of two). */
+#define CT_SLOTS_LOAD	4
+
+struct ct_slots {
+	uint64_t tags;			/* byte i: tag of slot i, 0 if empty */
+	struct conntab_node *over;	/* overflow chain, ends ct_nulls(b) */
+	struct conntab_node *slot[CT_SLOTS];
+} __attribute__((aligned(CT_CACHELINE)));
+
+_Static_assert(sizeof(struct ct_slots) == CT_CACHELINE,
+	       "a bucket is one cache line");
+
+#define CT_SLOTS_LOW	0x0101010101010101ull
+#define CT_SLOTS_7F	0x7f7f7f7f7f7f7f7full
+/* The high bit of each tag byte in use (bytes 0 .. CT_SLOTS - 1). */
+#define CT_SLOTS_HIGH	(0x8080808080808080ull >> (8 * (8 - CT_SLOTS)))
+
+/* The tag of hash @h: its top byte, never 0 (0 marks a free slot). */
+static inline uint64_t ct_slots_tag(uint32_t h)
+{
+	uint64_t tag = h >> 24;
+
+	return tag | !tag;
+}
+
+/* The high bit of every byte of @x that is zero, exactly (no borrows). */
+static inline uint64_t ct_slots_zero_bytes(uint64_t x)
+{
+	return ~(((x & CT_SLOTS_7F) + CT_SLOTS_7F) | x | CT_SLOTS_7F);
+}
+
+/* One bit per slot whose tag in @tags is that of hash @h. */
+static inline uint64_t ct_slots_match(uint64_t tags, uint32_t h)
+{
+	return ct_slots_zero_bytes(tags ^ (ct_slots_tag(h) * CT_SLOTS_LOW)) &
+	       CT_SLOTS_HIGH;
+}
+
+/* One bit per free slot (writer, stripe locked: S1). */
+static inline uint64_t ct_slots_free(uint64_t tags)
+{
+	return ct_slots_zero_bytes(tags) & CT_SLOTS_HIGH;
+}
+
+/* The slot of the lowest bit of a nonzero mask from the two above. */
+static inline unsigned int ct_slots_first(uint64_t m)
+{
+	return (unsigned int)__builtin_ctzll(m) >> 3;
+}
+
+/*
+ * Bucket count for a sizing hint: a power of two >= @expected / 4, so 2
+ * to 4 nodes a bucket at the hint, at least 16 buckets, and at most 2^24
+ * (1 GiB of buckets: past that, use CONNTAB_EXTHASH; the chains take the
+ * rest).
+ */
+static inline size_t ct_slots_buckets_for(size_t expected)
+{
+	size_t want = expected / CT_SLOTS_LOAD + !!(expected % CT_SLOTS_LOAD);
+	size_t nb = 16;
+
+	while (nb < want && nb < ((size_t)1 << 24))
+		nb <<= 1;
+	return nb;
+}
+
+/*
+ * Reader (RCU read lock held): the node holding key @k of hash @h in
+ * bucket @b, whose chain ends in ct_nulls(@id), or NULL.
+ */
+static inline struct conntab_node *
+ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
+	      const struct conntab_key *k)
+{
+	/* Acquire: pairs with the tag store after the slot's (S1). */
+	uint64_t m = ct_slots_match(__atomic_load_n(&b->tags,
+						    __ATOMIC_ACQUIRE), h);
+	struct conntab_node *n;
+
+	for (; m; m &= m - 1) {
+		ct_delay(CT_DP_SLOT_READ);
+		n = ct_rcu_deref(b->slot[ct_slots_first(m)]);
+		if (!n)
+			continue;
+		/*
+		 * The node's second line, where the caller's data begins
+		 * (the node is 72 bytes): asked for now, it arrives with the
+		 * first instead of one miss after it.
+		 */
+		__builtin_prefetch((const char *)n + CT_CACHELINE);
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
+			return n;
+	}
+	/* Nodes never move here (S2): the chain walk ends on our marker. */
+	return ct_chain_lookup(&b->over, id, h, k);
+}
+
+/*
+ * Reader: the node a lookup of @h checks first (a slot with its tag, else
+ * the chain's first node, else the chain's nulls marker), prefetched with
+ * the line after it, where a caller's data begins: the batch's first
+ * probe (batch.h), which reads that node and then the caller that line.
+ */
+static inline struct conntab_node *
+ct_slots_first_node(const struct ct_slots *b, uint32_t h)
+{
+	uint64_t m = ct_slots_match(__atomic_load_n(&b->tags,
+						    __ATOMIC_ACQUIRE), h);
+	struct conntab_node *over = ct_rcu_deref(b->over);
+	struct conntab_node *x = m ? ct_rcu_deref(b->slot[ct_slots_first(m)]) :
+				 over;
+
+	/* An emptied slot reads NULL: probe the chain instead (S1). */
+	x = x ? x : over;
+	__builtin_prefetch(ct_is_nulls(x) ? (const void *)b : x);
+	__builtin_prefetch(ct_is_nulls(x) ? (const void *)b :
+			   (const void *)((const char *)x + CT_CACHELINE));
+	return x;
+}
+
+/*
+ * Writer (stripe locked): the node holding key @k of hash @h in @b, with
+ * *@slot its slot, or -1 and *@pprev the chain link that points to it;
+ * or NULL with *@len the nodes @b holds.
+ */
+static inline struct conntab_node *
+ct_slots_find_locked(struct ct_slots *b, uint32_t h,
+		     const struct conntab_key *k, int *slot,
+		     struct conntab_node ***pprev, size_t *len)
+{
+	uint64_t m = ct_slots_match(b->tags, h);
+	struct conntab_node *n;
+	size_t over;
+
+	for (; m; m &= m - 1) {
+		n = b->slot[ct_slots_first(m)];
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k)) {
+			*slot = (int)ct_slots_first(m);
+			*pprev = NULL;
+			return n;
+		}
+	}
+	*slot = -1;
+	n = ct_chain_find_locked(&b->over, h, k, pprev, &over);
+	if (!n)
+		*len = over + (size_t)__builtin_popcountll(~ct_slots_free(
+						b->tags) & CT_SLOTS_HIGH);
+	return n;
+}
+
+/* Writer (stripe locked): the slot holding @n, or -1. */
+static inline int ct_slots_index(const struct ct_slots *b,
+				 const struct conntab_node *n)
+{
+	int i;
+
+	for (i = 0; i < CT_SLOTS; i++)
+		if (b->slot[i] == n)
+			return i;
+	return -1;
+}
+
+/*
+ * Writer (stripe locked): publish initialised @n, whose key is absent, in
+ * a free slot of bucket @b (id @id), or at its chain's head if none is.
+ */
+static inline void ct_slots_put(struct ct_slots *b, uintptr_t id,
+				struct conntab_node *n)
+{
+	uint64_t tags = b->tags, fr = ct_slots_free(tags);
+	unsigned int i;
+
+	if (!fr) {
+		ct_chain_push(&b->over, n);
+		return;
+	}
+	i = ct_slots_first(fr);
+	n->ct_next = ct_nulls(id);		/* S3 */
+	ct_delay(CT_DP_SLOT_PUB);
+	ct_rcu_assign(b->slot[i], n);		/* pairs with ct_rcu_deref */
+	ct_delay(CT_DP_SLOT_PUB_TAG);
+	/* Release: a reader that sees the tag sees the slot (S1). */
+	__atomic_store_n(&b->tags, tags | ct_slots_tag(n->ct_hash) << (8 * i),
+			 __ATOMIC_RELEASE);
+}
+
+/*
+ * Writer (stripe locked): put initialised @new (same key and hash) in the
+ * place of @old, slot @slot or chain link *@pprev, with one store (S2).
+ */
+static inline void ct_slots_replace(struct ct_slots *b, uintptr_t id,
+				    int slot, struct conntab_node **pprev,
+				    struct conntab_node *old,
+				    struct conntab_node *new)
+{
+	if (slot < 0) {
+		ct_chain_replace(pprev, old, new);
+		return;
+	}
+	new->ct_next = ct_nulls(id);		/* S3 */
+	ct_delay(CT_DP_SLOT_PUB);
+	ct_rcu_assign(b->slot[slot], new);	/* pairs with ct_rcu_deref */
+}
+
+/*
+ * Writer (stripe locked): take @n out of bucket @b. False if it is in
+ * none of its slots and not on its chain. A reader standing on @n goes
+ * on: a slot's reader has read the node already, a chain's keeps its
+ * link (chain.h).
+ */
+static inline bool ct_slots_unlink(struct ct_slots *b, struct conntab_node *n)
+{
+	struct conntab_node **pprev;
+	int i = ct_slots_index(b, n);
+
+	if (i < 0) {
+		if (!(pprev = ct_chain_pprev(&b->over, n)))
+			return false;
+		ct_chain_unlink_release(pprev, n);
+		return true;
+	}
+	ct_delay(CT_DP_SLOT_UNLINK);
+	/* Tag first (S1); release for the same reason as a chain's. */
+	__atomic_store_n(&b->tags, b->tags & ~(0xffull << (8 * i)),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&b->slot[i], NULL, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Writer (stripe locked), or reader: the nodes bucket @b holds. */
+static inline size_t ct_slots_len(const struct ct_slots *b)
+{
+	size_t i, len = ct_chain_len(&b->over);
+
+	for (i = 0; i < CT_SLOTS; i++)
+		len += __atomic_load_n(&b->slot[i], __ATOMIC_RELAXED) != NULL;
+	return len;
+}
+
+#endif /* CT_SLOTS_H */
