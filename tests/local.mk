@@ -206,17 +206,18 @@ endif
 # test-trie's first rcu_barrier() and now and then in test-evict: a
 # report no suppression can match. test-exthash-resize is left out: it
 # replaces malloc, which the sanitizer's own start-up calls before the
-# program can. CONNTAB_TRIE's own threaded cases run too, by their Check
-# case (program:case, the program also in TSAN_CHECK_CASE_PROGS): the
-# rest of those programs is single-threaded and slow under
-# ThreadSanitizer (test-trie: 170 s). .ci/run does this; `make
+# program can. CONNTAB_TRIE's own threaded cases and test-slots' race run
+# too, by their Check case (program:case, the program also in
+# TSAN_CHECK_CASE_PROGS): the rest of those programs is single-threaded
+# and slow under ThreadSanitizer (test-trie: 170 s). .ci/run does this; `make
 # check-tsan` by hand.
 TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
 	tests/test-evict tests/test-split-move \
 	"T_PAIR_ONLY_RACES=1 tests/test-pair"
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
-	tests/test-trie-bound:trie-bound-races
-TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound
+	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race
+TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound \
+	tests/test-slots
 TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
 	halt_on_error=1 second_deadlock_stack=1 history_size=7 \
 	suppress_equal_addresses=0 suppress_equal_stacks=0
@@ -278,6 +279,16 @@ TESTS += tests/test-flood
 tests_test_flood_SOURCES = tests/test-flood.c $(T_COMMON)
 tests_test_flood_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
 tests_test_flood_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS)
+
+# CONNTAB_CHAINED's tagged slots against one full bucket of one tag
+# (a known secret, as test-flood), and its readers against churn.
+check_PROGRAMS += tests/test-slots
+TESTS += tests/test-slots
+tests_test_slots_SOURCES = tests/test-slots.c $(T_COMMON)
+tests_test_slots_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
+tests_test_slots_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_slots_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
+	$(PTHREAD_LIBS)
 
 # Targeted tests of the split backend (the suites above cover every
 # backend).
@@ -381,12 +392,3 @@ AM_TESTS_ENVIRONMENT += CT_CC='$(CC)' \
 	CT_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) \
 	$(URCU_QSBR_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN_CFLAGS)'; \
 	export CT_CC CT_CFLAGS;
-
-# CONNTAB_CHAINED's tagged slots against one full bucket of one tag.
-check_PROGRAMS += tests/test-slots
-TESTS += tests/test-slots
-tests_test_slots_SOURCES = tests/test-slots.c $(T_COMMON)
-tests_test_slots_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS)
-tests_test_slots_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-tests_test_slots_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
-	$(PTHREAD_LIBS)

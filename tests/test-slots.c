@@ -357,7 +357,7 @@ END_TEST
 #define POOL	(1u << 17)	/* fresh nodes per writer: none is reused */
 #define RACE_NS	1000000000ull
 
-static volatile int stop;
+static int stop;		/* atomic: the readers poll it */
 static struct conntab *race_t;
 static unsigned long misses, wrong, lookups, failures;
 
@@ -382,7 +382,7 @@ static void *reader(void *arg)
 
 	(void)arg;
 	rcu_register_thread();
-	while (!stop) {
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		rcu_read_lock();
 		for (i = 0; i < NSTABLE; i++) {
 			n = conntab_lookup(race_t, &keys[i]);
@@ -478,7 +478,7 @@ START_TEST(test_race)
 	build_keys(0xa5);
 	init_conns(conns, 0);
 	race_t = make_table(0);
-	stop = 0;
+	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
 	misses = wrong = lookups = failures = 0;
 	for (i = 0; i < NSTABLE; i++)
 		ck_assert_int_eq(conntab_insert(race_t, &conns[i].node,
@@ -490,7 +490,7 @@ START_TEST(test_race)
 						(void *)(uintptr_t)i), 0);
 	for (i = 0; i < 2; i++)
 		pthread_join(w[i], &pools[i]);
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 2; i++)
 		pthread_join(r[i], NULL);
 	printf("slots-race: %lu rounds of lookups, %lu misses, %lu wrong, "
