@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Writer operations on one chain that holds both states (chained, and
- * each bucket of exthash), run under the lock that covers the chain.
+ * Writer operations on one chain that holds both states (each bucket of
+ * exthash), run under the lock that covers the chain, and the steps they
+ * share with chained's buckets of slots (lib/chained.c): what an insert
+ * does when it meets its key, what a removal and a TIME_WAIT change in
+ * the node and the counts.
  *
  * They change the chain and the node claims; the caller owns the counters
  * (a lock stripe's or a bucket's) and applies the delta they report.
