@@ -3,8 +3,8 @@
  * CONNTAB_CHAINED: a fixed power-of-two array of buckets of tagged slots.
  *
  * Layout (slots.h): a bucket is a cache line of six node pointers, a tag
- * byte for each and an overflow chain, at 1.5-3 nodes a bucket at the
- * sizing hint (21-43 bytes an entry). A successful lookup touches the
+ * byte for each and an overflow chain, at 2-4 nodes a bucket at the
+ * sizing hint (16-32 bytes an entry). A successful lookup touches the
  * bucket's line and the node's line (pointer, hash and key share one
  * line): Dumazet's two cache misses, also for the keys that a chain
  * would have put second or third, which is what bursts of lookups wait

@@ -109,17 +109,23 @@ static inline unsigned int ct_slots_first(uint64_t m)
 }
 
 /*
+ * At most 2^24 buckets, 1 GiB (2^22, 256 MiB, where size_t has 32 bits):
+ * a fixed table that large is the wrong tool (use CONNTAB_EXTHASH), and
+ * past it the chains take the rest.
+ */
+#define CT_SLOTS_MAX_BUCKETS	((size_t)1 << (sizeof(size_t) > 4 ? 24 : 22))
+
+/*
  * Bucket count for a sizing hint: a power of two >= @expected / 4, so 2
- * to 4 nodes a bucket at the hint, at least 16 buckets, and at most 2^24
- * (1 GiB of buckets: past that, use CONNTAB_EXTHASH; the chains take the
- * rest).
+ * to 4 nodes a bucket at the hint, at least 16 buckets, at most
+ * CT_SLOTS_MAX_BUCKETS.
  */
 static inline size_t ct_slots_buckets_for(size_t expected)
 {
 	size_t want = expected / CT_SLOTS_LOAD + !!(expected % CT_SLOTS_LOAD);
 	size_t nb = 16;
 
-	while (nb < want && nb < ((size_t)1 << 24))
+	while (nb < want && nb < CT_SLOTS_MAX_BUCKETS)
 		nb <<= 1;
 	return nb;
 }
