@@ -149,8 +149,9 @@ static int chained_insert_locked(struct conntab *t, struct ct_slots *b,
 }
 
 /* Sample source of an eviction: the slots and chain of bucket @b. */
-static void chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
-				  struct ct_victim *v)
+static inline __attribute__((always_inline)) void
+chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
+		      struct ct_victim *v)
 {
 	struct ct_slots *bk = &((struct ct_chained *)ctx)->buckets[b];
 	unsigned int i;
@@ -176,7 +177,8 @@ static void chained_prefetch_nodes(struct ct_slots *b)
 	ct_chain_prefetch(&b->over);
 }
 
-static void chained_sample_ahead(void *ctx, size_t b)
+static inline __attribute__((always_inline)) void
+chained_sample_ahead(void *ctx, size_t b)
 {
 	chained_prefetch_nodes(&((struct ct_chained *)ctx)->buckets[b]);
 }
@@ -189,16 +191,12 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
 			 struct conntab_node *n, ct_rank_fn rank, void *arg,
 			 struct conntab_node **evicted)
 {
-	static const struct ct_sample_ops sample = {
-		.offer	= chained_sample_bucket,
-		.ahead	= chained_sample_ahead,
-	};
 	struct ct_stripe *vs;
 	struct ct_victim v;
 
 	ct_victim_init(&v, &c->base, rank, arg);
-	if (!ct_stripes_sample((size_t)c->mask + 1, &c->locks, s, &v, &sample,
-			       c))
+	if (!ct_stripes_sample((size_t)c->mask + 1, &c->locks, s, &v,
+			       chained_sample_bucket, chained_sample_ahead, c))
 		return -ENOSPC;
 	vs = v.owner;
 	ct_delay(CT_DP_EVICT_UNLINK);

@@ -93,55 +93,14 @@ size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 	return depth;
 }
 
-/*
- * The buckets of one stripe are nbuckets / stripes buckets apart, a line
- * each, and their nodes a line each: offered one after the other they are
- * two dependent misses per bucket, some twenty for a sample. Ask for the
- * nodes of the first CT_EVICT_AHEAD buckets at once, so that their misses
- * overlap as a batch lookup's do.
- */
-#define CT_EVICT_AHEAD	(CT_EVICT_SAMPLE + CT_EVICT_SAMPLE / 2)
-
-bool ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
-		       struct ct_stripe *own, struct ct_victim *v,
-		       const struct ct_sample_ops *ops, void *ctx)
-{
-	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
-	size_t o = (size_t)(own - lk->stripe), j0, k, j;
-	struct ct_stripe *s;
-	uint32_t *prev;
-
-	/*
-	 * Buckets of our own stripe first, from a random one on: no lock
-	 * to take, and a large table has the sample there. (The bucket
-	 * count is a power of two >= the stripe count, so every stripe
-	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
-	 */
-	j0 = (size_t)(ct_evict_random() % per);
-	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
-		ops->ahead(ctx, o + ((j0 + k) % per) * stripes);
-	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
-		ops->offer(ctx, o + ((j0 + k) % per) * stripes, own, v);
-	/* A small or sparse table: the other stripes, try-locked. */
-	for (k = 1; k < stripes && v->seen < CT_EVICT_SAMPLE; k++) {
-		s = &lk->stripe[(o + k) & lk->mask];
-		if (!ct_victim_trylock(v, &s->lock, &own->lock))
-			continue;	/* busy: skip, never wait */
-		prev = v->lock;
-		for (j = 0; j < per && v->seen < CT_EVICT_SAMPLE; j++)
-			ops->offer(ctx, (o + k) % stripes + j * stripes, s, v);
-		ct_victim_settle(v, &s->lock, prev, &own->lock);
-	}
-	return v->node != NULL;
-}
-
 /* Arrays of heads, @per_bucket heads a bucket. */
 struct ct_heads_ctx {
 	struct conntab_node **heads;
 	unsigned int per_bucket;
 };
 
-static void ct_heads_sample_ahead(void *ctx, size_t b)
+static inline __attribute__((always_inline)) void
+ct_heads_sample_ahead(void *ctx, size_t b)
 {
 	const struct ct_heads_ctx *c = ctx;
 	unsigned int j;
@@ -150,8 +109,9 @@ static void ct_heads_sample_ahead(void *ctx, size_t b)
 		ct_chain_prefetch(&c->heads[b * c->per_bucket + j]);
 }
 
-static void ct_heads_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
-				   struct ct_victim *v)
+static inline __attribute__((always_inline)) void
+ct_heads_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
+		       struct ct_victim *v)
 {
 	const struct ct_heads_ctx *c = ctx;
 	unsigned int j;
@@ -165,13 +125,10 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 		     unsigned int per_bucket, const struct ct_locks *lk,
 		     struct ct_stripe *own, struct ct_victim *v)
 {
-	static const struct ct_sample_ops ops = {
-		.offer	= ct_heads_sample_bucket,
-		.ahead	= ct_heads_sample_ahead,
-	};
 	struct ct_heads_ctx c = { heads, per_bucket };
 
-	return ct_stripes_sample(nbuckets, lk, own, v, &ops, &c);
+	return ct_stripes_sample(nbuckets, lk, own, v, ct_heads_sample_bucket,
+				 ct_heads_sample_ahead, &c);
 }
 
 void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own)

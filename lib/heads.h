@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "conntab/conntab.h"
+#include "evict.h"
 #include "lock.h"
 
 /*
@@ -59,8 +60,6 @@ void ct_heads_release(struct conntab_node **heads, size_t n,
 size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 			  unsigned int per_bucket, const struct ct_locks *lk);
 
-struct ct_victim;
-
 /*
  * Eviction sample over @nbuckets buckets of @per_bucket heads each (see
  * evict.h), the newcomer's stripe @own locked: buckets of @own from a
@@ -73,20 +72,56 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 		     struct ct_stripe *own, struct ct_victim *v);
 
 /*
+ * The buckets of one stripe are nbuckets / stripes buckets apart, a line
+ * each, and their nodes a line each: offered one after the other they are
+ * two dependent misses per bucket, some twenty for a sample. Ask for the
+ * nodes of the first CT_EVICT_AHEAD buckets at once, so that their misses
+ * overlap as a batch lookup's do.
+ */
+#define CT_EVICT_AHEAD	(CT_EVICT_SAMPLE + CT_EVICT_SAMPLE / 2)
+
+/*
  * The sample of ct_heads_sample() over any fixed array of @nbuckets
  * buckets striped by @lk: @offer(ctx, b, s, v) offers the nodes of bucket
  * b (its stripe @s held) to @v (evict.h); @ahead(ctx, b) prefetches them,
- * a hint that reads nothing a writer may free.
+ * a hint that reads nothing a writer may free. Inlined into each caller,
+ * so that its two steps are direct calls, inlined in turn.
  */
-struct ct_sample_ops {
-	void (*offer)(void *ctx, size_t b, struct ct_stripe *s,
-		      struct ct_victim *v);
-	void (*ahead)(void *ctx, size_t b);
-};
+static inline __attribute__((always_inline)) bool
+ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
+		  struct ct_stripe *own, struct ct_victim *v,
+		  void (*offer)(void *ctx, size_t b, struct ct_stripe *s,
+				struct ct_victim *v),
+		  void (*ahead)(void *ctx, size_t b), void *ctx)
+{
+	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
+	size_t o = (size_t)(own - lk->stripe), j0, k, j;
+	struct ct_stripe *s;
+	uint32_t *prev;
 
-bool ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
-		       struct ct_stripe *own, struct ct_victim *v,
-		       const struct ct_sample_ops *ops, void *ctx);
+	/*
+	 * Buckets of our own stripe first, from a random one on: no lock
+	 * to take, and a large table has the sample there. (The bucket
+	 * count is a power of two >= the stripe count, so every stripe
+	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
+	 */
+	j0 = (size_t)(ct_evict_random() % per);
+	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
+		ahead(ctx, o + ((j0 + k) % per) * stripes);
+	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
+		offer(ctx, o + ((j0 + k) % per) * stripes, own, v);
+	/* A small or sparse table: the other stripes, try-locked. */
+	for (k = 1; k < stripes && v->seen < CT_EVICT_SAMPLE; k++) {
+		s = &lk->stripe[(o + k) & lk->mask];
+		if (!ct_victim_trylock(v, &s->lock, &own->lock))
+			continue;	/* busy: skip, never wait */
+		prev = v->lock;
+		for (j = 0; j < per && v->seen < CT_EVICT_SAMPLE; j++)
+			offer(ctx, (o + k) % stripes + j * stripes, s, v);
+		ct_victim_settle(v, &s->lock, prev, &own->lock);
+	}
+	return v->node != NULL;
+}
 
 /*
  * Unlink the victim ct_heads_sample() chose, counted by its stripe, and
