@@ -138,13 +138,16 @@ static int chained_insert_locked(struct conntab *t, struct ct_slots *b,
 		ct_insert_recycled(old, recycled, d);
 		return 0;
 	}
-	d->chain = len + 1;
 	/* After the key check: a duplicate is -EEXIST, not -ENOSPC. */
 	if (!ct_reserve(t, n))
 		return -ENOSPC;
-	ct_slots_put(b, id, n);		/* n is private until here */
+	/*
+	 * n is private until here. The path it is on: its slot, or the
+	 * overflow chain, which a lookup of its key walks (lib/probes.h).
+	 */
+	d->chain = ct_slots_put(b, id, n) ? 1 : len + 1;
 	d->entries++;
-	ct_probe_chain(t, n->ct_hash, len + 1);
+	ct_probe_chain(t, n->ct_hash, d->chain);
 	return 0;
 }
 

@@ -52,8 +52,11 @@
  * at their sizing hint) to 1.5 (where exthash splits a segment): a chain
  * of 16 or more has probability 2e-14 at mean 1 and 8e-12 at mean 1.5,
  * so a table of 2^24 chains at mean 1.5 shows one about once in 7800
- * fillings, while a flood gets there with 16 keys. tests/test-probes.sh
- * fills a table to its hint and checks that it stays silent.
+ * fillings, while a flood gets there with 16 keys. CONNTAB_CHAINED's
+ * nodes go to a slot (length 1) or to their bucket's overflow chain, which
+ * reaches 16 when the bucket holds 22, probability 3e-10 at 4 a bucket.
+ * tests/test-probes.sh fills a table to its hint and checks that it
+ * stays silent.
  */
 #define CT_PROBE_CHAIN_LONG	16
 

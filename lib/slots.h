@@ -188,7 +188,7 @@ ct_slots_first_node(const struct ct_slots *b, uint32_t h)
 /*
  * Writer (stripe locked): the node holding key @k of hash @h in @b, with
  * *@slot its slot, or -1 and *@pprev the chain link that points to it;
- * or NULL with *@len the nodes @b holds.
+ * or NULL with *@len the nodes on @b's overflow chain.
  */
 static inline struct conntab_node *
 ct_slots_find_locked(struct ct_slots *b, uint32_t h,
@@ -210,8 +210,7 @@ ct_slots_find_locked(struct ct_slots *b, uint32_t h,
 	*slot = -1;
 	n = ct_chain_find_locked(&b->over, h, k, pprev, &over);
 	if (!n)
-		*len = over + (size_t)__builtin_popcountll(~ct_slots_free(
-						b->tags) & CT_SLOTS_HIGH);
+		*len = over;
 	return n;
 }
 
@@ -230,8 +229,9 @@ static inline int ct_slots_index(const struct ct_slots *b,
 /*
  * Writer (stripe locked): publish initialised @n, whose key is absent, in
  * a free slot of bucket @b (id @id), or at its chain's head if none is.
+ * True if it took a slot.
  */
-static inline void ct_slots_put(struct ct_slots *b, uintptr_t id,
+static inline bool ct_slots_put(struct ct_slots *b, uintptr_t id,
 				struct conntab_node *n)
 {
 	uint64_t tags = b->tags, fr = ct_slots_free(tags);
@@ -239,7 +239,7 @@ static inline void ct_slots_put(struct ct_slots *b, uintptr_t id,
 
 	if (!fr) {
 		ct_chain_push(&b->over, n);
-		return;
+		return false;
 	}
 	i = ct_slots_first(fr);
 	n->ct_next = ct_nulls(id);		/* S3 */
@@ -249,6 +249,7 @@ static inline void ct_slots_put(struct ct_slots *b, uintptr_t id,
 	/* Release: a reader that sees the tag sees the slot (S1). */
 	__atomic_store_n(&b->tags, tags | ct_slots_tag(n->ct_hash) << (8 * i),
 			 __ATOMIC_RELEASE);
+	return true;
 }
 
 /*
