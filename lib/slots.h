@@ -33,7 +33,9 @@
  *      still not freed (it leaves its slot a grace period before it can
  *      be freed, as it leaves a chain) that the key compare accepts or
  *      rejects. Under the stripe lock tag i is 0 exactly when slot i is
- *      NULL: the tags say which slots are free.
+ *      NULL: the tags say which slots are free. Walks and scans read the
+ *      slots, not the tags: a slot they find non-NULL (ct_rcu_deref(),
+ *      pairing with the slot's release store) holds an initialised node.
  *  S2  A node never moves: it stays in the slot or on the overflow chain
  *      that took it until it is removed; a TIME_WAIT or recycling
  *      replacement puts the new node in the same place with one store
