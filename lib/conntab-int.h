@@ -62,8 +62,14 @@ struct conntab {
 
 	struct ct_aes_key aes __attribute__((aligned(CT_CACHELINE)));
 	struct ct_secret cursor_key;	/* random, not derived from secret */
-	/* How to tell whether a thread is counted by flavor; NULL: no need. */
+	/*
+	 * How to tell whether a thread is counted by flavor (rcu-reg.h):
+	 * reg for every backend, NULL where the library cannot tell (bp,
+	 * an unidentified flavor); wreg the same where the backend's
+	 * writers need a counted thread (exthash, trie), else NULL.
+	 */
 	const struct ct_reg_family *reg;
+	const struct ct_reg_family *wreg;
 
 	size_t reserved __attribute__((aligned(CT_CACHELINE)));
 	/*

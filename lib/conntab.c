@@ -203,8 +203,13 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	tmpl.ops = ops;
 	tmpl.backend = cfg->backend;
 	tmpl.max_entries = cfg->max_entries;
+	/*
+	 * Every backend: conntab_remove_key() reads under the read lock on
+	 * the caller's behalf, whatever the backend's writers need.
+	 */
+	tmpl.reg = ct_reg_identify(tmpl.flavor);
 	if (ops->registered_writers)
-		tmpl.reg = ct_reg_identify(tmpl.flavor);
+		tmpl.wreg = tmpl.reg;
 	t = ops->create(&tmpl, cfg);
 	err = errno;	/* create's, for a NULL t */
 	ct_wipe(&tmpl, sizeof(tmpl));
@@ -647,6 +652,7 @@ CONNTAB_API struct conntab_node *conntab_lookup(struct conntab *t,
 {
 	if (__builtin_expect(!t || !key, 0))
 		return NULL;
+	CT_READER_CHECK(t, "conntab_lookup()");
 	return t->lookup(t, key);
 }
 
@@ -656,6 +662,7 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 {
 	if (!t || !keys || !out || !n)
 		return 0;
+	CT_READER_CHECK(t, "conntab_lookup_batch()");
 	return t->lookup_batch(t, keys, out, n);
 }
 
@@ -792,9 +799,13 @@ CONNTAB_API struct conntab_node *conntab_remove_key(struct conntab *t,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (__builtin_expect(ct_writer_counted(t), 1))
+	/*
+	 * Its lookup stands on nodes under the read lock on every backend:
+	 * counted as a reader, not only where the backend's writers need it.
+	 */
+	if (__builtin_expect(ct_reader_counted(t), 1))
 		return ct_remove_key_counted(t, key);
-	held = ct_writer_enter(t, "conntab_remove_key()");
+	held = ct_thread_enter(t, "conntab_remove_key()", true);
 	n = ct_remove_key_counted(t, key);
 	err = errno;
 	ct_writer_exit(t->flavor, held);
@@ -885,6 +896,7 @@ CONNTAB_API int conntab_walk(struct conntab *t,
 
 	if (!t || !fn)
 		return -EINVAL;
+	CT_READER_CHECK(t, "conntab_walk()");
 	return t->ops->walk(t, CT_WALK_ALL, ct_pair_filter_fn, &f);
 }
 
@@ -895,6 +907,7 @@ CONNTAB_API int conntab_walk_state(struct conntab *t, enum conntab_state state,
 	if (!t || !fn ||
 	    (state != CONNTAB_ESTABLISHED && state != CONNTAB_TIMEWAIT))
 		return -EINVAL;
+	CT_READER_CHECK(t, "conntab_walk_state()");
 	return t->ops->walk(t, (int)state, ct_pair_filter_fn,
 			    &(struct ct_pair_filter){ fn, arg });
 }
@@ -920,6 +933,7 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 
 	if (!t || !cur || !fn || !budget)
 		return -EINVAL;
+	CT_READER_CHECK(t, "conntab_scan()");
 	fresh = conntab_cursor_done(cur);
 	if (!fresh && !ct_cursor_open(t, cur->opaque, pos))
 		return -EINVAL;
@@ -1049,6 +1063,7 @@ CONNTAB_API int conntab_walk_prefix(struct conntab *t,
 	if (!t || !key || !fn || !ct_key_valid(key) ||
 	    bits > ct_key_str_bits(key))
 		return -EINVAL;
+	CT_READER_CHECK(t, "conntab_walk_prefix()");
 	ct_key_str(key, f.s);
 	if (t->ops->walk_prefix)
 		return t->ops->walk_prefix(t, f.s, bits, fn, arg);

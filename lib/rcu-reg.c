@@ -6,9 +6,11 @@
  */
 #define _GNU_SOURCE	/* dladdr(), RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rcu-reg.h"
 
@@ -100,21 +102,43 @@ void ct_writer_check_debug(const struct conntab *t, const char *what)
 #endif
 
 /*
- * Where ct_writer_counted() said no (the first write of a thread to a
- * table of this family, or a thread the application did not register),
- * and for the calls off the fast path (stats, destroy), which come here
- * directly.
+ * This thread's reader state in @fam, cached (rcu-reg.h); NULL if it
+ * cannot be found.
  */
-int ct_writer_enter(const struct conntab *t, const char *what)
+static const void *ct_reg_reader(const struct ct_reg_family *fam)
+{
+	struct ct_reg_cache *c = &ct_reg_cache;
+	const void *reader;
+
+	if (c->family == fam)
+		return c->reader;
+	/*
+	 * dlsym() of a TLS symbol gives the calling thread's copy;
+	 * ct_reg_identify() found the symbol, so it is there.
+	 */
+	reader = dlsym(RTLD_DEFAULT, fam->reader);
+	if (!reader)
+		return NULL;
+	c->family = fam;
+	c->reader = reader;
+	c->kind = fam->kind;
+	return reader;
+}
+
+/*
+ * Where ct_writer_counted() or ct_reader_counted() said no (the first
+ * call of a thread on a table of this family, or a thread the
+ * application did not register), and for the calls off the fast path
+ * (stats, destroy), which come here directly.
+ */
+int ct_thread_enter(const struct conntab *t, const char *what, bool reads)
 {
 	const struct ct_reg_family *fam = t->reg;
 	const struct rcu_flavor_struct *f = t->flavor;
-	struct ct_reg_cache *c = &ct_reg_cache;
 	const struct urcu_qsbr_reader *q;
 	const struct urcu_reader *r;
-	const void *reader;
 
-	if (!t->ops->registered_writers)
+	if (!reads && !t->ops->registered_writers)
 		return CT_REG_NONE;	/* chained, split: nothing to protect */
 	if (!fam) {
 #ifdef CT_DEBUG
@@ -122,21 +146,9 @@ int ct_writer_enter(const struct conntab *t, const char *what)
 #endif
 		return CT_REG_NONE;
 	}
-	if (c->family != fam) {
-		/*
-		 * dlsym() of a TLS symbol gives the calling thread's copy;
-		 * ct_reg_identify() found the symbol, so it is there.
-		 */
-		reader = dlsym(RTLD_DEFAULT, fam->reader);
-		if (!reader)
-			return CT_REG_NONE;
-		c->family = fam;
-		c->reader = reader;
-		c->kind = fam->kind;
-	}
 	if (fam->kind == CT_REG_QSBR) {
-		q = c->reader;
-		if (q->ctr)
+		q = ct_reg_reader(fam);
+		if (!q || q->ctr)
 			return CT_REG_NONE;	/* online */
 		if (q->registered) {
 			f->thread_online();
@@ -145,8 +157,8 @@ int ct_writer_enter(const struct conntab *t, const char *what)
 		f->register_thread();	/* registers it online */
 		return CT_REG_REGISTERED;
 	}
-	r = c->reader;
-	if (r->registered)
+	r = ct_reg_reader(fam);
+	if (!r || r->registered)
 		return CT_REG_NONE;
 	/*
 	 * Inside a read-side critical section of an unregistered thread:
@@ -169,6 +181,39 @@ int ct_writer_enter(const struct conntab *t, const char *what)
 	f->register_thread();
 	return CT_REG_REGISTERED;
 }
+
+#ifdef CT_DEBUG
+/*
+ * Readers must be registered and inside the read lock; nothing on their
+ * fast path can afford to ask (a lookup is tens of instructions), so
+ * debug builds ask here. read_ongoing() tells the read lock (under QSBR:
+ * online, which implies registered); the flavor's reader state tells
+ * registration under memb, mb and signal, whose read lock an
+ * unregistered thread can take without any grace period seeing it.
+ */
+void ct_reader_check_debug(const struct conntab *t, const char *what)
+{
+	const struct ct_reg_family *fam = t->reg;
+	const struct urcu_reader *r;
+	const char *why = NULL;
+	char name[32] = "?";
+
+	if (!t->flavor->read_ongoing())
+		why = "outside a read-side critical section (or, under QSBR, "
+		      "on a thread that is offline or not registered)";
+	else if (fam && fam->kind == CT_REG_COMMON &&
+		 (r = ct_reg_reader(fam)) && !r->registered)
+		why = "on a thread that is not registered with the RCU flavor";
+	if (!why)
+		return;
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	fprintf(stderr, "conntab: %s (%s table) %s: thread %ld (\"%s\"); "
+		"readers run under the flavor's read lock on registered "
+		"threads, see conntab.h, \"Threads\"\n", what,
+		conntab_backend_name(t->backend), why, (long)gettid(), name);
+	abort();
+}
+#endif
 
 void ct_writer_exit(const struct rcu_flavor_struct *f, int held)
 {

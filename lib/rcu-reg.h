@@ -81,28 +81,11 @@ enum ct_reg_held {
 	CT_REG_ONLINE,		/* QSBR: registered, brought online */
 };
 
-/*
- * The fast path: may the calling thread run a writer of @t as it is?
- * True where t->reg is NULL (chained and split, which need nothing; the
- * bp flavor, whose read lock registers the thread; a flavor the library
- * could not identify, on the application's word), and for a thread the
- * flavor counts whose reader state this thread has cached; false sends
- * the caller to ct_writer_enter(). Debug builds send exthash and trie
- * writers under an unidentified flavor there too, for what the flavor's
- * read_ongoing() can tell.
- */
-static inline bool ct_writer_counted(const struct conntab *t)
+/* Is this thread counted by @fam, as far as its cached state tells? */
+static inline bool ct_family_counted(const struct ct_reg_family *fam)
 {
-	const struct ct_reg_family *fam = t->reg;
 	const struct ct_reg_cache *c = &ct_reg_cache;
 
-	if (!fam) {
-#ifdef CT_DEBUG
-		return !t->ops->registered_writers;
-#else
-		return true;
-#endif
-	}
 	if (c->family != fam)
 		return false;
 	/* Online under QSBR: counted, and registered a fortiori. */
@@ -112,21 +95,79 @@ static inline bool ct_writer_counted(const struct conntab *t)
 }
 
 /*
+ * The fast path: may the calling thread run a writer of @t as it is?
+ * True where t->wreg is NULL (chained and split, whose writers read
+ * nothing unlocked; the bp flavor, whose read lock registers the thread;
+ * a flavor the library could not identify, on the application's word),
+ * and for a thread the flavor counts whose reader state this thread has
+ * cached; false sends the caller to ct_writer_enter(). Debug builds send
+ * exthash and trie writers under an unidentified flavor there too, for
+ * what the flavor's read_ongoing() can tell.
+ */
+static inline bool ct_writer_counted(const struct conntab *t)
+{
+	if (!t->wreg) {
+#ifdef CT_DEBUG
+		return !t->ops->registered_writers;
+#else
+		return true;
+#endif
+	}
+	return ct_family_counted(t->wreg);
+}
+
+/*
+ * The same for a call that reads under the read lock on its caller's
+ * behalf, whatever the backend (conntab_remove_key()): its lookup stands
+ * on nodes that a grace period must wait for, which it does only for a
+ * counted thread, on every backend.
+ */
+static inline bool ct_reader_counted(const struct conntab *t)
+{
+	if (!t->reg) {
+#ifdef CT_DEBUG
+		return false;	/* ct_thread_enter() checks what it can */
+#else
+		return true;
+#endif
+	}
+	return ct_family_counted(t->reg);
+}
+
+/*
  * Before a call of @t's backend that needs the thread counted by the
  * flavor (@what names it in a debug build's message): make sure it is,
  * registering it (or, under QSBR, bringing it online) if it is not.
- * Returns what ct_writer_exit() must undo once the backend has returned;
- * the thread stays counted in between, so that every grace period that
- * starts while the writer holds the read lock waits for it: what it
- * reads there stays valid until it is done.
+ * @reads: the call reads under the read lock itself, so it needs the
+ * thread counted on every backend; else only where the backend's
+ * writers do (ops->registered_writers). Returns what ct_writer_exit()
+ * must undo once the backend has returned; the thread stays counted in
+ * between, so that every grace period that starts while the call holds
+ * the read lock waits for it: what it reads there stays valid until it
+ * is done.
  */
-int ct_writer_enter(const struct conntab *t, const char *what);
+int ct_thread_enter(const struct conntab *t, const char *what, bool reads);
+
+static inline int ct_writer_enter(const struct conntab *t, const char *what)
+{
+	return ct_thread_enter(t, what, false);
+}
 
 /* After the backend's call: undo @held under flavor @f. */
 void ct_writer_exit(const struct rcu_flavor_struct *f, int held);
 
 #ifdef CT_DEBUG
 void ct_writer_check_debug(const struct conntab *t, const char *what);
+/*
+ * A reader's call (@what) on @t: abort with a message that names the
+ * call and the thread unless the thread is inside a read-side critical
+ * section of the table's flavor and, where the library can tell,
+ * registered with it. Release builds check nothing: see CT_READER_CHECK.
+ */
+void ct_reader_check_debug(const struct conntab *t, const char *what);
+#define CT_READER_CHECK(t, what)	ct_reader_check_debug(t, what)
+#else
+#define CT_READER_CHECK(t, what)	do { } while (0)
 #endif
 
 #endif /* CT_RCU_REG_H */

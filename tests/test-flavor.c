@@ -735,6 +735,147 @@ START_TEST(unregistered_evict)
 }
 END_TEST
 
+/*
+ * conntab_remove_key() looks its key up under the flavor's read lock on
+ * every backend, chained and split too, whose other writers take none:
+ * the calling thread must be counted for that lookup, or a node it
+ * stands on can be freed under it (a grace period would not wait). The
+ * table's flavor is rcu_flavor with its read_lock wrapped (still
+ * identified: register_thread is liburcu's); the wrapper, armed for the
+ * remover's call, starts a grace period from another thread and looks
+ * 50 ms later whether it ended, as unregistered_evict's rank does.
+ */
+static struct probe rk_probe;
+static void (*rk_read_lock)(void);
+static __thread int rk_armed;
+
+static void rk_probe_lock(void)
+{
+	struct probe *p = &rk_probe;
+
+	rk_read_lock();
+	if (!rk_armed)
+		return;
+	rk_armed = 0;
+	if (pthread_create(&p->th, NULL, gp_main, p))
+		abort();
+	p->started = 1;
+	usleep(50000);
+	p->gp_blocked = !__atomic_load_n(&p->gp_done, __ATOMIC_ACQUIRE);
+}
+
+struct rk_arg {
+	struct conntab *t;
+	struct conntab_node *want;
+	struct conntab_node *got;
+	int err;
+};
+
+static void *rk_main(void *arg)
+{
+	struct rk_arg *a = arg;
+	struct conntab_key k;
+
+	t_key(&k, 7);
+	rk_armed = 1;
+	a->got = conntab_remove_key(a->t, &k);
+	a->err = a->got ? 0 : errno;
+	if (rk_probe.started)
+		pthread_join(rk_probe.th, NULL);
+	t_check_unregistered();
+	return NULL;
+}
+
+START_TEST(remove_key_unregistered)
+{
+	struct rcu_flavor_struct fl = rcu_flavor;
+	struct conntab_config cfg = { .backend = B, .flavor = &fl,
+				       .hash = t_hash };
+	struct tconn *c = calloc(16, sizeof(*c));
+	struct rk_arg a = { 0 };
+	struct conntab_key k;
+	pthread_t th;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(c);
+	memset(&rk_probe, 0, sizeof(rk_probe));
+	rk_read_lock = fl.read_lock;
+	fl.read_lock = rk_probe_lock;
+	a.t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(a.t);
+	for (i = 0; i < 16; i++) {
+		conntab_node_init(&c[i].node);
+		t_key(&k, i);
+		ck_assert_int_eq(conntab_insert(a.t, &c[i].node, &k), 0);
+	}
+	a.want = &c[7].node;
+	t_offline();
+	ck_assert_int_eq(pthread_create(&th, NULL, rk_main, &a), 0);
+	pthread_join(th, NULL);
+	t_online();
+	ck_assert_msg(a.got == a.want, "%s: remove_key -> %p (errno %d)", BN,
+		      (void *)a.got, a.err);
+	ck_assert_msg(rk_probe.started && rk_probe.gp_blocked,
+		      "%s: a grace period ended while conntab_remove_key() "
+		      "of an unregistered thread looked its key up under the "
+		      "read lock", BN);
+	t_key(&k, 7);
+	rcu_read_lock();
+	ck_assert_ptr_null(conntab_lookup(a.t, &k));
+	rcu_read_unlock();
+	conntab_destroy(a.t, NULL);
+	t_offline();
+	rcu_barrier();
+	t_online();
+	free(c);
+}
+END_TEST
+
+#ifdef CT_DEBUG
+/* A reader that breaks the rule: no read lock, or an unregistered thread. */
+static void *rogue_reader(void *arg)
+{
+	struct conntab_key k;
+
+	t_key(&k, 1);
+#if !defined(T_FLAVOR_QSBR) && !defined(T_FLAVOR_BP)
+	rcu_read_lock();	/* unregistered: nothing waits for it */
+#endif
+	conntab_lookup(arg, &k);
+	return NULL;
+}
+
+/* Run @fn(@t) on a thread of a child process; its stderr in @msg. */
+static int t_child_thread(void *(*fn)(void *), struct conntab *t,
+			  char *msg, size_t size)
+{
+	size_t len = 0;
+	ssize_t got;
+	pthread_t th;
+	int fd[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fd), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(fd[1], 2);
+		if (!pthread_create(&th, NULL, fn, t))
+			pthread_join(th, NULL);
+		_exit(0);
+	}
+	close(fd[1]);
+	while (len < size - 1 &&
+	       (got = read(fd[0], msg + len, size - 1 - len)) > 0)
+		len += (size_t)got;
+	msg[len] = 0;
+	close(fd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+#endif
+
 #if defined(CT_DEBUG) && !defined(T_FLAVOR_QSBR) && !defined(T_FLAVOR_BP)
 static void *locked_writer(void *arg)
 {
@@ -765,39 +906,47 @@ START_TEST(reader_rule_abort)
 	struct conntab_config cfg = { .backend = B, .hash = t_hash };
 	struct conntab *t;
 	char msg[512];
-	size_t len = 0;
-	ssize_t got;
-	pthread_t th;
-	int fd[2], status;
-	pid_t pid;
+	int status;
 
 	if (B != CONNTAB_EXTHASH && B != CONNTAB_TRIE)
 		return;
 	t = conntab_create(&cfg);
 	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(pipe(fd), 0);
-	fflush(NULL);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		dup2(fd[1], 2);
-		if (!pthread_create(&th, NULL, locked_writer, t))
-			pthread_join(th, NULL);
-		_exit(0);
-	}
-	close(fd[1]);
-	while (len < sizeof(msg) - 1 &&
-	       (got = read(fd[0], msg + len, sizeof(msg) - 1 - len)) > 0)
-		len += (size_t)got;
-	msg[len] = 0;
-	close(fd[0]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	status = t_child_thread(locked_writer, t, msg, sizeof(msg));
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
 		      "%s writer in a read-side section of an unregistered "
 		      "thread: status %#x", BN, status);
 	/* The message names the rule. */
 	ck_assert_msg(strstr(msg, "must be registered"), "%s: message \"%s\"",
 		      BN, msg);
+	conntab_destroy(t, NULL);
+#endif
+}
+END_TEST
+
+
+/*
+ * A debug build names a reader that breaks the readers' rule, on every
+ * flavor and backend: a lookup on a thread that never registered (memb,
+ * mb, signal: inside a read lock no grace period sees; QSBR: offline by
+ * definition; bp: outside the read lock, the one thing bp can get wrong)
+ * stops the process with a message that names the call and the thread.
+ */
+START_TEST(reader_check_abort)
+{
+#ifdef CT_DEBUG
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct conntab *t;
+	char msg[512];
+	int status;
+
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	status = t_child_thread(rogue_reader, t, msg, sizeof(msg));
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+		      "%s: rogue reader: status %#x", BN, status);
+	ck_assert_msg(strstr(msg, "conntab_lookup()") &&
+		      strstr(msg, "thread "), "%s: message \"%s\"", BN, msg);
 	conntab_destroy(t, NULL);
 #endif
 }
@@ -869,12 +1018,13 @@ int main(void)
 		create_macro, readers_and_call_rcu, explicit_flavor,
 		writer_threads, unregistered_churn, unregistered_evict,
 		reader_rule_abort, unidentified_flavor,
+		remove_key_unregistered, reader_check_abort,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 8, 60);
+	t_add_backend_cases(s, per_backend, 10, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;

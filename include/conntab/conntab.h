@@ -28,19 +28,23 @@
  * liburcu requires. Writers (the insert calls, remove, timewait),
  * conntab_stats() and conntab_destroy() may be called from any thread,
  * registered with the flavor or not (online or offline, for QSBR): where
- * the backend needs it (CONNTAB_EXTHASH and CONNTAB_TRIE, which read
- * under the flavor's read lock and free through its call_rcu()), the
- * library registers the thread, or brings it online, for the call's
- * duration, which costs an unregistered thread's call a registration and
- * an unregistration (liburcu's registry mutex, twice): register the
- * threads that write often. Two exceptions. A thread that holds the read
+ * the call needs it (the writers of CONNTAB_EXTHASH and CONNTAB_TRIE,
+ * which read under the flavor's read lock and free through its
+ * call_rcu(); conntab_remove_key() on every backend, whose lookup runs
+ * under the read lock), the library registers the thread, or brings it
+ * online, for the call's duration, which costs an unregistered thread's
+ * call a registration and an unregistration (liburcu's registry mutex,
+ * twice): register the threads that write often. Two exceptions. A thread that holds the read
  * lock is a reader and must be registered: a writer called there from an
  * unregistered thread is not protected, and debug builds (--enable-debug)
  * abort. And with a flavor the library cannot identify (liburcu linked
  * statically, or a struct rcu_flavor_struct whose register_thread is not
  * liburcu's), call the writers, conntab_stats() and conntab_destroy() of
- * CONNTAB_EXTHASH and CONNTAB_TRIE from registered threads (online, for
- * QSBR).
+ * CONNTAB_EXTHASH and CONNTAB_TRIE, and conntab_remove_key(), from
+ * registered threads (online, for QSBR). Debug builds also check every
+ * reader call (lookups, walks, scans): one outside the read lock, or on a
+ * thread the flavor does not count, stops with a message that names the
+ * call and the thread.
  */
 
 /**
@@ -438,9 +442,10 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n);
  * caller that has the key and not the node. One writer step: the node
  * returned held @p key and was unlinked by this call; a concurrent
  * remove, timewait or recycle of it is retried against whatever node
- * then holds the key. The calling thread is registered with the table's
- * flavor (the call takes the RCU read lock itself; it may also be made
- * inside one). Free or reuse the node only after a grace period.
+ * then holds the key. The call takes the RCU read lock itself (it may
+ * also be made inside one) and, like the other writers, may come from a
+ * thread the flavor does not count: the library counts it for the call
+ * (see "Threads" above). Free or reuse the node only after a grace period.
  * @param t   table
  * @param key the connection's key
  * For half of a pair both halves go, as with conntab_remove(), and the
