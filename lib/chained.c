@@ -151,7 +151,11 @@ static int chained_insert_locked(struct conntab *t, struct ct_slots *b,
 	return 0;
 }
 
-/* Sample source of an eviction: the slots and chain of bucket @b. */
+/*
+ * Sample source of an eviction: the slots and chain of bucket @b, a unit
+ * for its line, a unit for each node ranked or walked (evict.h). A slot's
+ * position is taken or left before its node is read.
+ */
 static inline __attribute__((always_inline)) void
 chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
 		      struct ct_victim *v)
@@ -159,9 +163,13 @@ chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
 	struct ct_slots *bk = &((struct ct_chained *)ctx)->buckets[b];
 	unsigned int i;
 
-	for (i = 0; i < CT_SLOTS; i++)
-		if (bk->slot[i])
-			ct_victim_offer(v, bk->slot[i], &bk->over, s, &s->lock);
+	ct_victim_spend(v);
+	for (i = 0; i < CT_SLOTS && !ct_victim_done(v); i++) {
+		if (!bk->slot[i] || !ct_victim_take(v))
+			continue;
+		ct_victim_spend(v);
+		ct_victim_offer(v, bk->slot[i], &bk->over, s, &s->lock);
+	}
 	ct_victim_chain(v, &bk->over, s, &s->lock);
 }
 
@@ -188,28 +196,29 @@ chained_sample_ahead(void *ctx, size_t b)
 
 /*
  * At the cap, evict a sampled node for @n (key absent, checked under the
- * stripe @s we hold): the victim's reservation passes to @n.
+ * stripe @s we hold): the victim's reservation passes to @n. -ENOSPC with
+ * v->busy: the sample met another writer step; the caller may try again.
  */
 static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
-			 struct conntab_node *n, ct_rank_fn rank, void *arg,
+			 struct conntab_node *n, struct ct_victim *v,
 			 struct conntab_node **evicted)
 {
 	struct ct_stripe *vs;
-	struct ct_victim v;
 
-	ct_victim_init(&v, &c->base, rank, arg);
-	if (!ct_stripes_sample((size_t)c->mask + 1, &c->locks, s, &v,
-			       chained_sample_bucket, chained_sample_ahead, c))
+	ct_victim_thin_table(v, &c->base, (size_t)c->mask + 1);
+	if (!ct_stripes_sample((size_t)c->mask + 1, &c->locks, s,
+			       n->ct_hash & c->mask, v, chained_sample_bucket,
+			       chained_sample_ahead, c))
 		return -ENOSPC;
-	vs = v.owner;
+	vs = v->owner;
 	ct_delay(CT_DP_EVICT_UNLINK);
-	ct_slots_unlink(chained_bucket(c, v.node->ct_hash), v.node);
-	ct_node_release(v.node);
-	ct_stripe_add(vs, -1, -(v.node->ct_state == CONNTAB_TIMEWAIT));
-	ct_victim_unlock(&v, &s->lock);
+	ct_slots_unlink(chained_bucket(c, v->node->ct_hash), v->node);
+	ct_node_release(v->node);
+	ct_stripe_add(vs, -1, -(v->node->ct_state == CONNTAB_TIMEWAIT));
+	ct_victim_unlock(v, &s->lock);
 	ct_slots_put(chained_bucket(c, n->ct_hash), n->ct_hash & c->mask, n);
 	ct_stripe_add(s, 1, 0);
-	*evicted = v.node;
+	*evicted = v->node;
 	return 0;
 }
 
@@ -221,19 +230,28 @@ static int chained_insert_common(struct conntab *t, struct conntab_node *n,
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
-	struct ct_delta d = { 0 };
+	struct ct_victim v;
 	struct ct_stripe *s;
+	unsigned int tries = 0;
 	int err;
 
-	s = ct_lock_hash(&c->locks, h);
-	err = chained_insert_locked(t, chained_bucket(c, h), h & c->mask, n,
-				    recycled, &d);
-	ct_stripe_apply(s, &d);
-	/* -ENOSPC comes after the key check: the key is absent. */
-	if (err == -ENOSPC && rank)
-		err = chained_evict(c, s, n, rank, arg, evicted);
-	ct_unlock_stripe(s);
-	return err;
+	for (;;) {
+		struct ct_delta d = { 0 };
+
+		s = ct_lock_hash(&c->locks, h);
+		err = chained_insert_locked(t, chained_bucket(c, h),
+					    h & c->mask, n, recycled, &d);
+		ct_stripe_apply(s, &d);
+		/* -ENOSPC comes after the key check: the key is absent. */
+		if (err == -ENOSPC && rank) {
+			ct_victim_init(&v, t, rank, arg);
+			err = chained_evict(c, s, n, &v, evicted);
+		}
+		ct_unlock_stripe(s);
+		/* -ENOSPC after a sample another writer crossed: again. */
+		if (err != -ENOSPC || !rank || !ct_evict_again(&v, &tries))
+			return err;
+	}
 }
 
 static int chained_insert(struct conntab *t, struct conntab_node *n,

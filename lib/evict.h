@@ -3,26 +3,48 @@
  * Sampled eviction (conntab_insert_evict()), shared by the hash backends.
  *
  * When an insert finds the table at max_entries, the backend offers the
- * application's rank function a sample of at least CT_EVICT_SAMPLE nodes
- * and unlinks the best-ranked one in the place of the newcomer, under the
- * newcomer's lock. Where the sample comes from is the backend's choice;
- * what it must be is the same everywhere:
+ * application's rank function a sample of nodes and unlinks the
+ * best-ranked one in the place of the newcomer, under the newcomer's
+ * lock. Where the sample comes from is the backend's choice; what it must
+ * be is the same everywhere:
  *
- *  - chosen without regard to the keys' values: the sample is a run of
- *    chains from a random start, and a node's chain is given by the keyed
- *    hash, which nobody without the secret can steer, so which nodes are
- *    offered depends on the random start and the table's shape, never on
- *    what the keys are;
- *  - O(sample) cache misses: chains are visited until the sample is
- *    full, starting where the newcomer's lock already covers;
+ *  - fair: every node about equally likely to be a candidate, and the
+ *    victim, among equal ranks, a uniform choice among them, so that what
+ *    eviction leaves behind is distributed as random inserts would leave
+ *    it. The places (buckets, chains) are visited from the newcomer's own
+ *    (where an eviction changes no depth) on through a run from a random
+ *    start, and each node of a place visited is taken into the sample
+ *    with probability q = 1 / (nodes per place), clamped to [1/8, 1]
+ *    (ct_victim_thin()): so a node's chance to be a candidate does not
+ *    depend on how many share its place, where taking whole places would
+ *    give the nodes of a deep place fewer evictions each than their share
+ *    (a long run of evicting inserts then deepened the tails: chained's
+ *    deepest bucket went from 15-18 at the fill to 33-45). Ties go to a
+ *    uniform choice (reservoir), not the first offered;
+ *  - chosen without regard to the keys' values: which places are visited
+ *    depends on the random start and the table's shape, and a node's
+ *    place is given by the keyed hash, which nobody without the secret
+ *    can steer;
+ *  - bounded, whatever the keys: CT_EVICT_SAMPLE nodes are ranked, no
+ *    more (ct_victim_done()), and at most CT_EVICT_BUDGET units of work
+ *    (a place read, a node walked past or ranked: a line each) are spent
+ *    thinning; past the budget, every node met is taken, so the sample
+ *    still holds CT_EVICT_SAMPLE nodes where the table does. A bucket
+ *    of 20,000 nodes (a known secret) costs 8 rank calls and at most
+ *    CT_EVICT_BUDGET + 8 nodes walked: tests/test-evict builds it. What
+ *    the bound leaves out is the empty places a sample passes, a line
+ *    each, where the nodes are far fewer than the places (a cap far
+ *    below the sizing hint), as any sample must;
  *  - deadlock-free: the newcomer's lock is held throughout, every other
  *    lock is only try-locked, for a short spin (CT_EVICT_SPIN attempts:
  *    writers hold a lock for a few hundred nanoseconds), and one still
  *    busy after it is skipped; at most one of those locks is kept, the
- *    one that holds the best victim so far. So the sample holds at least
- *    CT_EVICT_SAMPLE nodes, or all the table holds, except the nodes
- *    behind a lock that another writer held for all of the spin: two
- *    evictions that want each other's lock could wait forever otherwise.
+ *    one that holds the best victim so far. A sample that found no
+ *    candidate but skipped a busy lock or a node another writer step
+ *    held says so (v->busy): the backend drops its locks and tries the
+ *    insert again (ct_evict_again()), since that writer may be about to
+ *    make room, or to leave a node the sample can take; so does one that
+ *    finds room made meanwhile.
  *
  * The victim's reservation (ct_reserve) passes to the newcomer, so the
  * entry count never exceeds max_entries, not even for an instant.
@@ -30,6 +52,7 @@
 #ifndef CT_EVICT_H
 #define CT_EVICT_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,8 +60,19 @@
 #include "chain.h"
 #include "conntab-int.h"
 
-/* Nodes in a sample (the contract's "at least 8"). */
+/* A random number for the sample's start (not secret: see above). */
+uint64_t ct_evict_random(void);
+
+/* Nodes ranked in a sample, at most (and the rule: at least as many, budget allowing). */
 #define CT_EVICT_SAMPLE	8
+/*
+ * Work units of a sample: a place (bucket line, chain head) read, a node
+ * walked past or ranked, a unit each. A sample stops once it has ranked
+ * CT_EVICT_SAMPLE nodes or spent this much.
+ */
+#define CT_EVICT_BUDGET	(16 * CT_EVICT_SAMPLE)
+/* Whole tries of an evicting insert whose sample another writer crossed. */
+#define CT_EVICT_RETRIES	1000
 /* Attempts at another lock before the sample goes on without it. */
 #define CT_EVICT_SPIN	256
 
@@ -53,7 +87,29 @@ struct ct_victim {
 	uint32_t *lock;			/* held: the newcomer's, or kept */
 	long best;
 	size_t seen;			/* nodes offered to rank */
+	unsigned int work;		/* units spent (CT_EVICT_BUDGET) */
+	unsigned int ties;		/* candidates ranked best so far */
+	uint32_t thin;			/* take a node if its draw < thin */
+	bool busy;			/* a lock or a claimed node skipped */
+	bool scan;			/* over budget with nothing: take all */
+	uint64_t rnd;			/* random bits for draws, ... */
+	unsigned int rnd_left;		/* ... 16 at a time */
 };
+
+/* 16 random bits from the sample's stream. */
+static inline uint32_t ct_victim_draw(struct ct_victim *v)
+{
+	uint32_t r;
+
+	if (!v->rnd_left) {
+		v->rnd = ct_evict_random();
+		v->rnd_left = 4;
+	}
+	r = (uint32_t)v->rnd & 0xffff;
+	v->rnd >>= 16;
+	v->rnd_left--;
+	return r;
+}
 
 static inline void ct_victim_init(struct ct_victim *v,
 				  const struct conntab *t, ct_rank_fn rank,
@@ -68,6 +124,69 @@ static inline void ct_victim_init(struct ct_victim *v,
 	v->lock = NULL;
 	v->best = -1;
 	v->seen = 0;
+	v->work = 0;
+	v->ties = 0;
+	v->thin = 0x10000;
+	v->busy = false;
+	v->scan = false;
+	v->rnd_left = 0;
+}
+
+/*
+ * Set q for a table holding @nodes in @places: 1 / (nodes per place),
+ * clamped to [1/8, 1] (1/8: a sample of 8 within the budget's walks of
+ * an overloaded table's chains), in 16-bit fixed point.
+ */
+static inline void ct_victim_thin(struct ct_victim *v, size_t nodes,
+				  size_t places)
+{
+	size_t per = places ? nodes / places : 1;
+
+	if (per <= 1)
+		v->thin = 0x10000;
+	else if (per >= 8)
+		v->thin = 0x10000 / 8;
+	else
+		v->thin = (uint32_t)(0x10000 / per);
+}
+
+/*
+ * The same for table @t at its cap, over @places: its nodes are its
+ * max_entries and a rider half for each pair (which takes no
+ * reservation of its own).
+ */
+static inline void ct_victim_thin_table(struct ct_victim *v,
+					const struct conntab *t, size_t places)
+{
+	ct_victim_thin(v, t->max_entries +
+			  __atomic_load_n(&t->pairs, __ATOMIC_RELAXED),
+		       places);
+}
+
+/*
+ * Is the sample over? Once it has ranked CT_EVICT_SAMPLE nodes. Past its
+ * budget it takes every node it meets (no more thinning), so that it
+ * still ranks CT_EVICT_SAMPLE where the table holds them.
+ */
+static inline bool ct_victim_done(struct ct_victim *v)
+{
+	if (v->seen >= CT_EVICT_SAMPLE)
+		return true;
+	if (v->work >= CT_EVICT_BUDGET)
+		v->scan = true;
+	return false;
+}
+
+/* Spend a unit: a place read, a node walked. */
+static inline void ct_victim_spend(struct ct_victim *v)
+{
+	v->work++;
+}
+
+/* Take the node at this position into the sample (probability q)? */
+static inline bool ct_victim_take(struct ct_victim *v)
+{
+	return v->scan || v->thin > 0xffff || ct_victim_draw(v) < v->thin;
 }
 
 /*
@@ -100,11 +219,13 @@ static inline void ct_victim_drop_pair(struct conntab_node *a,
 
 /*
  * Offer @n (its lock @lock held; @owner counts it; @head the chain it is
- * on, if any): keep it if its rank is the largest non-negative yet.
- * Claimed nodes are another writer step's (P2) and left out; a pair's b
- * half too, the pair being offered through its a. The victim chosen, if
- * a pair, is claimed whole: the backend unlinks a (ct_victim_unlink()),
- * and the front end the b half (lib/conntab.c).
+ * on, if any): keep it if its rank is the largest non-negative yet, or
+ * ties it (a uniform choice among the ties: the k-th tie replaces the
+ * kept one with probability 1/k). Claimed nodes are another writer
+ * step's (P2) and left out; a pair's b half too, the pair being offered
+ * through its a. The victim chosen, if a pair, is claimed whole: the
+ * backend unlinks a (ct_victim_unlink()), and the front end the b half
+ * (lib/conntab.c).
  */
 static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 				   struct conntab_node **head, void *owner,
@@ -113,40 +234,58 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 	const struct conntab *t = v->t;
 	long r;
 
-	if (ct_node_pair_b(n) ||
-	    __atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t)
+	if (ct_node_pair_b(n))
 		return;
+	if (__atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t) {
+		v->busy = true;		/* another step's: may leave room */
+		return;
+	}
 	r = v->rank(n, v->arg);
 	v->seen++;
-	if (r >= 0 && (!v->node || r > v->best)) {
-		if (n->ct_peer && !ct_victim_claim_pair(n, t))
-			return;
-		ct_victim_drop_pair(v->node, t);
-		v->node = n;
-		v->head = head;
-		v->owner = owner;
-		v->lock = lock;
-		v->best = r;
+	if (r < 0 || (v->node && r < v->best))
+		return;
+	if (v->node && r == v->best &&
+	    ct_victim_draw(v) * (v->ties + 1) >= 0x10000)
+		goto tie;	/* keep the one we have: 1 - 1/(ties + 1) */
+	if (n->ct_peer && !ct_victim_claim_pair(n, t)) {
+		v->busy = true;
+		return;
 	}
+	ct_victim_drop_pair(v->node, t);
+	if (!v->node || r > v->best)
+		v->ties = 0;
+	v->node = n;
+	v->head = head;
+	v->owner = owner;
+	v->lock = lock;
+	v->best = r;
+tie:
+	v->ties++;
 }
 
-/* Offer every node of the chain at @head, as ct_victim_offer(). */
+/*
+ * Sample the chain at @head, as ct_victim_offer(): each node walked costs
+ * a unit, each is taken with probability q; stops when the sample is done.
+ */
 static inline void ct_victim_chain(struct ct_victim *v,
 				   struct conntab_node **head, void *owner,
 				   uint32_t *lock)
 {
 	struct conntab_node *n;
 
-	for (n = *head; !ct_is_nulls(n); n = n->ct_next)
-		ct_victim_offer(v, n, head, owner, lock);
+	for (n = *head; !ct_is_nulls(n) && !ct_victim_done(v); n = n->ct_next) {
+		ct_victim_spend(v);
+		if (ct_victim_take(v))
+			ct_victim_offer(v, n, head, owner, lock);
+	}
 }
 
 /*
  * Take @lock to sample what it covers, unless it is held already (the
  * newcomer's @own, or the best victim's). False: busy for the whole spin,
- * skip it.
+ * skip it (v->busy says so).
  */
-static inline bool ct_victim_trylock(const struct ct_victim *v, uint32_t *lock,
+static inline bool ct_victim_trylock(struct ct_victim *v, uint32_t *lock,
 				     const uint32_t *own)
 {
 	unsigned int i;
@@ -160,6 +299,7 @@ static inline bool ct_victim_trylock(const struct ct_victim *v, uint32_t *lock,
 		}
 		ct_cpu_relax();
 	}
+	v->busy = true;		/* its holder may be about to make room */
 	return false;
 }
 
@@ -185,6 +325,39 @@ static inline void ct_victim_unlock(const struct ct_victim *v,
 }
 
 /*
+ * After a sample that found no victim, its locks dropped: try the insert
+ * again? Yes if it met another writer step (v->busy), which may be about
+ * to make room or to leave a node we can take, or if room appeared since
+ * the insert found the table full (a remove, a failed insert's
+ * reservation given back); pausing longer each time, and yielding the
+ * processor after the first few, so that a preempted holder gets to run.
+ * Each try follows another writer's step; CT_EVICT_RETRIES bounds them
+ * all the same (a livelock of two evictions that keep meeting each
+ * other's lock is not impossible, only vanishingly unlikely). What
+ * remains of -ENOSPC: every node the sample ranked (CT_EVICT_SAMPLE, or
+ * all the table holds) ranked < 0, with no other step in its way and no
+ * room; or CT_EVICT_RETRIES tries, each crossed by another writer.
+ */
+static inline bool ct_evict_again(const struct ct_victim *v,
+				  unsigned int *tries)
+{
+	const struct conntab *t = v->t;
+	unsigned int i;
+
+	if (!v->busy && __atomic_load_n(&t->reserved, __ATOMIC_RELAXED) >=
+			t->max_entries)
+		return false;
+	if (++*tries > CT_EVICT_RETRIES)
+		return false;
+	if (*tries > 4)
+		sched_yield();
+	else
+		for (i = 0; i < 64u << *tries; i++)
+			ct_cpu_relax();
+	return true;
+}
+
+/*
  * Unlink the chosen victim (its lock held) and clear its claim; the
  * caller adjusts the counts of v->owner and keeps the reservation for the
  * newcomer. The unlink keeps the victim's own link, so a reader standing
@@ -199,7 +372,5 @@ static inline void ct_victim_unlink(const struct ct_victim *v)
 	ct_node_release(v->node);
 }
 
-/* A random number for the sample's start (not secret: see above). */
-uint64_t ct_evict_random(void);
 
 #endif /* CT_EVICT_H */

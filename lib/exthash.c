@@ -1007,54 +1007,72 @@ static void xh_apply(struct ct_xseg *s, const struct ct_delta *d)
 }
 
 /*
- * Offer every chain of @s (locked, alive) to the eviction sample, from
- * chain @i0 on; the chains a split has moved already are its children's.
+ * Sample the chains of @s (locked, alive) for an eviction, from chain @i0
+ * on, a unit for each chain's head and each node (evict.h); the chains a
+ * split has moved already are its children's; @skip, a chain sampled
+ * already (or NULL), is passed over.
  */
 static void xh_sample_seg(struct ct_xseg *s, unsigned int i0,
-			  struct ct_victim *v)
+			  struct conntab_node **skip, struct ct_victim *v)
 {
+	struct conntab_node **head;
 	unsigned int k, i, c;
 
-	for (k = 0; k < XH_HEADS && v->seen < CT_EVICT_SAMPLE; k++) {
+	for (k = 0; k < XH_HEADS && !ct_victim_done(v); k++) {
 		i = (i0 + k) & (XH_HEADS - 1);
+		ct_victim_spend(v);
 		if (!s->splitting || i >= s->moved) {
-			ct_victim_chain(v, &s->head[i], s, &s->lock);
+			if (&s->head[i] != skip)
+				ct_victim_chain(v, &s->head[i], s, &s->lock);
 			continue;
 		}
-		for (c = 0; c < 2; c++)
-			ct_victim_chain(v, &s->succ[c]->head[i], s->succ[c],
-					&s->lock);
+		for (c = 0; c < 2; c++) {
+			head = &s->succ[c]->head[i];
+			if (head != skip)
+				ct_victim_chain(v, head, s->succ[c], &s->lock);
+		}
 	}
 }
 
 /*
  * At the cap, evict a sampled node for @n (key absent, checked under @s,
  * the newcomer's segment, locked; read lock held, I5). The sample starts
- * at a random chain of @s; a table whose segment holds too few goes on
- * through the directory, from a random slot, try-locking live segments
- * (I6: only @s is waited for). The victim's reservation passes to @n.
+ * with the newcomer's own chain @head (counted by @o), then goes through
+ * the directory from a random slot, each segment once from a random
+ * chain, try-locking live segments but @s (I6: only @s is waited for):
+ * not @s first, which a key that keeps coming back would make the only
+ * segment its evictions ever sample. Each node is taken with the probability
+ * of @s's nodes per chain (evict.h). The victim's reservation passes to
+ * @n. False: none; v->busy if another writer step was in the way.
  */
 static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
+		     struct conntab_node **head, struct ct_xseg *o,
 		     struct ct_victim *v)
 {
 	uint64_t r = ct_evict_random();
 	struct ct_xdir *d = ct_rcu_deref(x->dir);
 	size_t size = (size_t)1 << d->depth, j, k;
-	struct ct_xseg *o, *vs;
+	struct ct_xseg *g, *vs;
 	uint32_t *prev;
 
-	xh_sample_seg(s, (unsigned int)r, v);
+	ct_victim_thin(v, s->count, XH_HEADS);
+	ct_victim_spend(v);
+	ct_victim_chain(v, head, o, &s->lock);
 	for (k = 0, j = (size_t)(r >> 32) & (size - 1);
-	     k < size && v->seen < CT_EVICT_SAMPLE; k++, j = (j + 1) & (size - 1)) {
-		o = ct_rcu_deref(d->slot[j]);
+	     k < size && !ct_victim_done(v); k++, j = (j + 1) & (size - 1)) {
+		g = ct_rcu_deref(d->slot[j]);
 		/* Once per segment: at the first slot of its range. */
-		if (o == s || j != (size_t)o->prefix << (d->depth - o->depth) ||
-		    !ct_victim_trylock(v, &o->lock, &s->lock))
+		if (j != (size_t)g->prefix << (d->depth - g->depth))
+			continue;
+		if (g != s && !ct_victim_trylock(v, &g->lock, &s->lock))
 			continue;
 		prev = v->lock;
-		if (!o->dead)	/* I3: a dead one's nodes are elsewhere */
-			xh_sample_seg(o, (unsigned int)r, v);
-		ct_victim_settle(v, &o->lock, prev, &s->lock);
+		/* I3: a dead one's nodes are elsewhere (@s lives). */
+		if (!g->dead)
+			xh_sample_seg(g, (unsigned int)r,
+				      g == s ? head : NULL, v);
+		/* A victim found here drops the one kept elsewhere. */
+		ct_victim_settle(v, &g->lock, prev, &s->lock);
 	}
 	if (!v->node)
 		return false;
@@ -1074,31 +1092,37 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 			    void *arg, struct conntab_node **evicted)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	struct ct_delta d = { 0 };
 	struct conntab_node **head;
+	unsigned int tries = 0;
 	struct ct_xseg *s, *o;
 	struct ct_victim v;
 	int err;
 
-	head = xh_write_begin(x, n->ct_hash, &s, &o);
-	err = ct_chain_insert_locked(t, head, n, recycled, &d);
-	/* -ENOSPC comes after the key check: the key is absent. */
-	if (err == -ENOSPC && rank) {
-		ct_victim_init(&v, t, rank, arg);
-		if (xh_evict(x, s, &v)) {
-			ct_chain_push(head, n);
-			d.entries++;
-			*evicted = v.node;
-			err = 0;
+	for (;;) {
+		struct ct_delta d = { 0 };
+
+		head = xh_write_begin(x, n->ct_hash, &s, &o);
+		err = ct_chain_insert_locked(t, head, n, recycled, &d);
+		/* -ENOSPC comes after the key check: the key is absent. */
+		if (err == -ENOSPC && rank) {
+			ct_victim_init(&v, t, rank, arg);
+			if (xh_evict(x, s, head, o, &v)) {
+				ct_chain_push(head, n);
+				d.entries++;
+				*evicted = v.node;
+				err = 0;
+			}
 		}
+		xh_apply(o, &d);
+		xh_count_add(x, n->ct_hash, d.entries);
+		xh_grow_locked(x, s, &d);
+		ct_spin_unlock(&s->lock);
+		xh_resize_step(x);
+		xh_read_unlock(x);
+		/* -ENOSPC after a sample another writer crossed: again. */
+		if (err != -ENOSPC || !rank || !ct_evict_again(&v, &tries))
+			return err;
 	}
-	xh_apply(o, &d);
-	xh_count_add(x, n->ct_hash, d.entries);
-	xh_grow_locked(x, s, &d);
-	ct_spin_unlock(&s->lock);
-	xh_resize_step(x);
-	xh_read_unlock(x);
-	return err;
 }
 
 static int xh_insert(struct conntab *t, struct conntab_node *n,

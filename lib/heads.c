@@ -116,6 +116,7 @@ ct_heads_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
 	const struct ct_heads_ctx *c = ctx;
 	unsigned int j;
 
+	ct_victim_spend(v);	/* the bucket's heads: a line */
 	for (j = 0; j < c->per_bucket; j++)
 		ct_victim_chain(v, &c->heads[b * c->per_bucket + j], s,
 				&s->lock);
@@ -123,11 +124,12 @@ ct_heads_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
 
 bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 		     unsigned int per_bucket, const struct ct_locks *lk,
-		     struct ct_stripe *own, struct ct_victim *v)
+		     struct ct_stripe *own, size_t first, struct ct_victim *v)
 {
 	struct ct_heads_ctx c = { heads, per_bucket };
 
-	return ct_stripes_sample(nbuckets, lk, own, v, ct_heads_sample_bucket,
+	return ct_stripes_sample(nbuckets, lk, own, first, v,
+				 ct_heads_sample_bucket,
 				 ct_heads_sample_ahead, &c);
 }
 

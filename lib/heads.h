@@ -62,14 +62,15 @@ size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
 
 /*
  * Eviction sample over @nbuckets buckets of @per_bucket heads each (see
- * evict.h), the newcomer's stripe @own locked: buckets of @own from a
- * random one on, then the other stripes' (try-locked) in stripe order,
- * until CT_EVICT_SAMPLE nodes were offered or every bucket was. The kept
+ * evict.h), the newcomer's stripe @own locked: its bucket @first, then
+ * the stripes from a random one on (try-locked, but @own), each from a
+ * random bucket on, until the sample is done (ct_victim_done()) or every
+ * bucket was visited. The kept
  * victim's owner is its stripe. True if a node ranked >= 0.
  */
 bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 		     unsigned int per_bucket, const struct ct_locks *lk,
-		     struct ct_stripe *own, struct ct_victim *v);
+		     struct ct_stripe *own, size_t first, struct ct_victim *v);
 
 /*
  * The buckets of one stripe are nbuckets / stripes buckets apart, a line
@@ -89,35 +90,44 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
  */
 static inline __attribute__((always_inline)) bool
 ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
-		  struct ct_stripe *own, struct ct_victim *v,
+		  struct ct_stripe *own, size_t first, struct ct_victim *v,
 		  void (*offer)(void *ctx, size_t b, struct ct_stripe *s,
 				struct ct_victim *v),
 		  void (*ahead)(void *ctx, size_t b), void *ctx)
 {
 	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
-	size_t o = (size_t)(own - lk->stripe), j0, k, j;
+	size_t o, j0, k, k0, j, b;
+	uint64_t r = ct_evict_random();
 	struct ct_stripe *s;
 	uint32_t *prev;
 
 	/*
-	 * Buckets of our own stripe first, from a random one on: no lock
-	 * to take, and a large table has the sample there. (The bucket
-	 * count is a power of two >= the stripe count, so every stripe
-	 * covers nbuckets / stripes buckets: b = stripe + j * stripes.)
+	 * The newcomer's own bucket first: its line is in cache, and a
+	 * victim from it leaves every depth as it was. Then a stripe drawn
+	 * at random, from a random bucket on, and the stripes after it
+	 * while the sample wants more (a small or sparse table), each
+	 * try-locked but ours. Not our own stripe first: the newcomer's
+	 * stripe is its key's, and a flow whose key keeps coming back
+	 * would keep the candidates in one stripe. (The bucket count is a
+	 * power of two >= the stripe count, so every stripe covers
+	 * nbuckets / stripes buckets: b = stripe + j * stripes.)
 	 */
-	j0 = (size_t)(ct_evict_random() % per);
+	offer(ctx, first, own, v);
+	k0 = (size_t)r % stripes;
+	j0 = (size_t)(r >> 32) % per;
 	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
-		ahead(ctx, o + ((j0 + k) % per) * stripes);
-	for (k = 0; k < per && v->seen < CT_EVICT_SAMPLE; k++)
-		offer(ctx, o + ((j0 + k) % per) * stripes, own, v);
-	/* A small or sparse table: the other stripes, try-locked. */
-	for (k = 1; k < stripes && v->seen < CT_EVICT_SAMPLE; k++) {
-		s = &lk->stripe[(o + k) & lk->mask];
+		ahead(ctx, k0 + ((j0 + k) % per) * stripes);
+	for (k = 0; k < stripes && !ct_victim_done(v); k++) {
+		o = (k0 + k) & lk->mask;
+		s = &lk->stripe[o];
 		if (!ct_victim_trylock(v, &s->lock, &own->lock))
 			continue;	/* busy: skip, never wait */
 		prev = v->lock;
-		for (j = 0; j < per && v->seen < CT_EVICT_SAMPLE; j++)
-			offer(ctx, (o + k) % stripes + j * stripes, s, v);
+		for (j = 0; j < per && !ct_victim_done(v); j++) {
+			b = o + ((j0 + j) % per) * stripes;
+			if (b != first)
+				offer(ctx, b, s, v);
+		}
 		ct_victim_settle(v, &s->lock, prev, &own->lock);
 	}
 	return v->node != NULL;

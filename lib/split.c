@@ -208,27 +208,35 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 			      struct conntab_node **evicted)
 {
 	struct ct_split *sp = ct_split(t);
+	size_t nb = (size_t)sp->mask + 1;
 	uint32_t h = n->ct_hash;
+	unsigned int tries = 0;
 	struct ct_victim v;
 	struct ct_stripe *s;
 	int err;
 
-	s = ct_lock_hash(&sp->locks, h);
-	err = split_insert_locked(t, s, n, NULL);
-	if (err != -ENOSPC)
-		goto out;
-	ct_victim_init(&v, t, rank, arg);
-	if (!ct_heads_sample(sp->heads, (size_t)sp->mask + 1, 2, &sp->locks,
-			     s, &v))
-		goto out;
-	ct_heads_evict(&v, s);
-	ct_chain_push(split_head(sp, h & sp->mask, CONNTAB_ESTABLISHED), n);
-	ct_stripe_add(s, 1, 0);
-	*evicted = v.node;
-	err = 0;
-out:
-	ct_unlock_stripe(s);
-	return err;
+	for (;;) {
+		s = ct_lock_hash(&sp->locks, h);
+		err = split_insert_locked(t, s, n, NULL);
+		if (err == -ENOSPC) {
+			ct_victim_init(&v, t, rank, arg);
+			ct_victim_thin_table(&v, t, nb);
+			if (ct_heads_sample(sp->heads, nb, 2, &sp->locks, s,
+					    h & sp->mask, &v)) {
+				ct_heads_evict(&v, s);
+				ct_chain_push(split_head(sp, h & sp->mask,
+							 CONNTAB_ESTABLISHED),
+					      n);
+				ct_stripe_add(s, 1, 0);
+				*evicted = v.node;
+				err = 0;
+			}
+		}
+		ct_unlock_stripe(s);
+		/* -ENOSPC after a sample another writer crossed: again. */
+		if (err != -ENOSPC || !ct_evict_again(&v, &tries))
+			return err;
+	}
 }
 
 /* Reader: one pass over the est chain, then the tw chain of bucket @b. */

@@ -272,6 +272,17 @@ clean-fuzz:
 	rm -rf fuzz-work
 .PHONY: clean-fuzz
 
+# The eviction sample: bounded (a flooded bucket, a table far over its
+# hint), fair (candidates over the key order), and leaving the depths a
+# random fill leaves.
+check_PROGRAMS += tests/test-evict-sample
+TESTS += tests/test-evict-sample
+tests_test_evict_sample_SOURCES = tests/test-evict-sample.c $(T_COMMON)
+tests_test_evict_sample_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
+	$(CHECK_CFLAGS)
+tests_test_evict_sample_LDADD = lib/libconntab.la $(URCU_LIBS) \
+	$(CHECK_LIBS)
+
 # Hash flooding: a known secret lets an attacker fill one chain; a random
 # one does not.
 check_PROGRAMS += tests/test-flood

@@ -578,14 +578,23 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  *
  * As conntab_insert(), except when the table holds max_entries: then the
  * library offers @p rank a sample of at least 8 nodes (all of them when
- * the table holds fewer), chosen without regard to their keys' values, at
- * a cost of O(sample) cache misses and no scan of the table. Parts of the
- * table whose lock another writer holds for longer than a short spin are
- * left out of the sample rather than waited for (two evictions could wait
- * for each other), and so is a pair in another writer's step (being
- * inserted or removed): in a table that holds little else at the cap the
- * hash backends may then answer -ENOSPC; CONNTAB_TRIE, whose sample takes
- * no lock, samples again until that step ends. @p rank says
+ * the table holds fewer), chosen without regard to their keys' values,
+ * each node about equally likely to be in it, at a cost of O(sample)
+ * cache misses whatever the keys (8 rank calls, and a bounded walk: a
+ * sample of a bucket that a known secret flooded stops as soon), and no
+ * scan of the table. Ties among the best ranks go to a uniform choice.
+ * Parts of the table whose lock another writer holds for longer than a
+ * short spin are left out of the sample rather than waited for (two
+ * evictions could wait for each other), and so is a pair in another
+ * writer's step (being inserted or removed); an insert whose sample
+ * found no victim but met such a step, or finds that a remove made room
+ * meanwhile, tries again, pausing (CONNTAB_TRIE, whose sample takes no
+ * lock, samples again until that step ends), so that a table at a tiny
+ * cap does not refuse a newcomer while another writer's eviction is
+ * making room: -ENOSPC means that the nodes sampled all ranked negative
+ * (or, in the hash backends, that 1000 tries in a row were each crossed
+ * by another writer's step, which takes a livelock no scheduler keeps
+ * up). @p rank says
  * how willing the application is to lose a node: negative means never (an
  * assured connection), otherwise larger means sooner (idle time, TIME_WAIT
  * first, ...). The node with the largest non-negative rank is unlinked and
