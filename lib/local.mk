@@ -19,7 +19,7 @@ lib_libconntab_la_SOURCES = \
 	lib/exthash.c \
 	lib/trie.c lib/trie.h lib/trie-mem.c lib/trie-read.c \
 	lib/trie-build.c lib/trie-build.h lib/trie-path.h lib/trie-write.c \
-	lib/trie-resize.c lib/trie-scan.c lib/trie-evict.c
+	lib/trie-resize.c lib/trie-scan.c lib/trie-evict.c lib/trie-sample.h
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # Symbol versions: lib/libconntab.map (doc/releasing.md).

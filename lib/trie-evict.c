@@ -2,20 +2,8 @@
 /*
  * CONNTAB_TRIE: conntab_insert_evict().
  *
- * The sample. CT_EVICT_SAMPLE distinct leaves, each the end of a random
- * descent: at every node the first non-empty child from a random slot
- * (dense) or entry (sparse), cyclically; when the descents keep meeting
- * the same leaves (a table of few entries, or one leaf next to the root
- * of a large subtree), the first leaves in key order make up the rest,
- * so a table of fewer entries offers all of them. Which leaves are
- * offered depends on the random numbers and on the trie's shape, never
- * on a key's value beyond where it sits: unlike the hash backends' run
- * of chains, the shape is the keys' own bits, so a leaf alone in a
- * subtree is offered more often than one of many siblings (a descent
- * reaches a leaf with probability the product of 1 / children along its
- * path). The application's rank, not the sample, decides who goes: a
- * negative rank is never evicted, whatever the shape. Cost: a descent
- * each, O(depth) cache misses, no scan of the table.
+ * The sample: lib/trie-sample.h (random descents that draw each node's
+ * child uniformly, then a fill from a random place; bounded work).
  *
  * The step. The trie's writers lock a node's place, not a bucket, and
  * the victim's place is anywhere in the trie, so the victim is not
@@ -53,107 +41,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "evict.h"
 #include "trie-path.h"
-
-/* Descents tried for a sample before the key-order fill. */
-#define CT_T_DESCENTS	(4 * CT_EVICT_SAMPLE)
-
-
-struct ct_tsample {
-	const struct conntab *t;
-	ct_rank_fn rank;
-	void *arg;
-	struct conntab_node *seen[CT_EVICT_SAMPLE];
-	size_t n;
-	struct conntab_node *best;	/* NULL: none ranked >= 0 */
-	long rbest;
-};
-
-/*
- * Offer @l to the rank unless offered already. A pair is one candidate,
- * offered through its a: a descent that ends on its b offers the a.
- */
-static void ct_ts_offer(struct ct_tsample *sm, struct conntab_node *l)
-{
-	long r;
-	size_t i;
-
-	if (ct_node_pair_b(l))
-		l = l->ct_peer;
-	/*
-	 * A pair that another writer step holds (P2: being inserted,
-	 * removed or evicted) is left out: among them is the lower half of
-	 * the very pair whose insert is asking for room, whose claim cannot
-	 * end while we wait, so choosing it would loop for ever. A single
-	 * node claimed by another eviction stays in, as before pairs: the
-	 * claim fails, that eviction ends, and we sample again, so a full
-	 * trie always offers its nodes.
-	 */
-	if (l->ct_peer &&
-	    __atomic_load_n(&l->ct_owner, __ATOMIC_RELAXED) != sm->t)
-		return;
-	for (i = 0; i < sm->n; i++)
-		if (sm->seen[i] == l)
-			return;
-	sm->seen[sm->n++] = l;
-	r = sm->rank(l, sm->arg);
-	if (r >= 0 && (!sm->best || r > sm->rbest)) {
-		sm->best = l;
-		sm->rbest = r;
-	}
-}
-
-static int ct_ts_fill(struct conntab_node *l, void *arg)
-{
-	struct ct_tsample *sm = arg;
-
-	ct_ts_offer(sm, l);
-	return sm->n == CT_EVICT_SAMPLE;
-}
-
-/* Reader: the leaf at the end of a random descent from @p, or NULL. */
-static struct conntab_node *ct_t_random_leaf(uintptr_t p)
-{
-	struct ct_tnode *x;
-	uint32_t i, m, r;
-	uintptr_t q;
-
-	while (p && !ct_w_leaf(p)) {
-		x = ct_w_tn(p);
-		r = (uint32_t)ct_evict_random();
-		q = 0;
-		if (ct_t_isk(x)) {
-			m = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
-			for (i = 0; i < m && !q; i++)
-				q = ct_w_load(&ct_k_kid(x)[(r + i) % m]);
-		} else {
-			m = 1u << x->w;
-			for (i = 0; i < m && !q; i++)
-				q = ct_w_load(&ct_d(x)->kid[(r + i) & (m - 1)]);
-		}
-		p = q;
-	}
-	return p ? ct_w_node(p) : NULL;
-}
+#include "trie-sample.h"
 
 /* Reader: rank a sample; the best victim, or NULL. */
 static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 					void *arg, size_t *offered)
 {
-	struct ct_tsample sm = { .t = &tr->base, .rank = rank, .arg = arg };
-	uintptr_t root = ct_w_load(&tr->root);
-	struct conntab_node *l;
-	unsigned int i;
+	struct ct_tsample sm = {
+		.t = &tr->base, .rank = rank, .arg = arg,
+		.random = ct_evict_random,
+	};
 
-	for (i = 0; i < CT_T_DESCENTS && sm.n < CT_EVICT_SAMPLE; i++) {
-		l = ct_t_random_leaf(root);
-		if (!l)
-			break;
-		ct_ts_offer(&sm, l);
-	}
-	if (sm.n < CT_EVICT_SAMPLE)
-		ct_trie_walk(&tr->base, CT_WALK_ALL, ct_ts_fill, &sm);
+	ct_ts_sample(&sm, &tr->root);
 	*offered = sm.n;
 	return sm.best;
 }

@@ -381,6 +381,15 @@ tests_test_trie_bound_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_trie_bound_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_trie_bound_LDADD = $(T_MEMB_LDADD)
 
+# CONNTAB_TRIE eviction: a fair sample, its work bounded on constructed
+# worst cases, no refusal at a tiny cap that another writer's step causes.
+check_PROGRAMS += tests/test-trie-evict
+TESTS += tests/test-trie-evict
+tests_test_trie_evict_SOURCES = tests/test-trie-evict.c $(T_COMMON)
+tests_test_trie_evict_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_trie_evict_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_trie_evict_LDADD = $(T_MEMB_LDADD)
+
 # USDT probes (lib/probes.h): readelf -n lists them; under gdb,
 # tests/probes-drive makes each one fire (skipped without <sys/sdt.h>).
 check_PROGRAMS += tests/probes-drive
