@@ -2,8 +2,8 @@
 /*
  * CONNTAB_TRIE: conntab_insert_evict().
  *
- * The sample: lib/trie-sample.h (random descents that draw each node's
- * child uniformly, then a fill from a random place; bounded work).
+ * The sample: lib/trie-sample.h (random descents that take each node's
+ * child by weight, then a fill from a random place; bounded work).
  *
  * The step. The trie's writers lock a node's place, not a bucket, and
  * the victim's place is anywhere in the trie, so the victim is not

@@ -243,6 +243,193 @@ START_TEST(evict_fair)
 }
 END_TEST
 
+/* A single connection, for the key sets below. */
+struct one {
+	struct conntab_node n;
+	long rank;
+};
+
+static long rank_count(struct conntab_node *v, void *arg)
+{
+	(void)v;
+	++*(size_t *)arg;
+	return 0;
+}
+
+/* At most this much work a sample (lib/trie-sample.h). */
+#define WORK_BOUND	(CT_T_DESCENT_WORK + CT_T_FILL_WORK + 2)
+#define WORK_SAMPLES	2000
+
+/*
+ * @nk keys into a trie capped at @nk, then WORK_SAMPLES samples run
+ * here: each within WORK_BOUND, CT_EVICT_SAMPLE rank calls at most, and
+ * full (@full) unless other writer steps hold most pairs. Then evicting
+ * inserts through the library: as many rank calls at most, and room.
+ */
+static void check_work(const char *what, const struct conntab_key *k,
+		       size_t nk, size_t expected)
+{
+	struct conntab *t = nat_table(nk, expected);
+	struct one *c = calloc(nk + 100, sizeof(*c));
+	size_t i, off, w, most = 0, calls;
+	struct seen s = { .count = NULL };
+	struct conntab_node *out;
+
+	ck_assert_ptr_nonnull(c);
+	for (i = 0; i < nk; i++) {
+		conntab_node_init(&c[i].n);
+		ck_assert_int_eq(conntab_insert(t, &c[i].n, &k[i]), 0);
+	}
+	rng_state = 0x243f6a8885a308d3ull;
+	for (i = 0; i < WORK_SAMPLES; i++) {
+		struct ct_tsample sm = {
+			.t = t, .rank = rank_count, .arg = &s.calls,
+			.random = test_random,
+		};
+
+		s.calls = 0;
+		rcu_read_lock();
+		ct_ts_sample(&sm, &ct_trie(t)->root);
+		rcu_read_unlock();
+		w = sm.work;
+		off = sm.n;
+		REQUIRE(w <= WORK_BOUND);
+		REQUIRE(s.calls == off);
+		REQUIRE(off == (nk < CT_EVICT_SAMPLE ? nk : CT_EVICT_SAMPLE));
+		if (w > most)
+			most = w;
+	}
+	fprintf(stderr, "%s: %zu keys, most work %zu of %d\n", what, nk,
+		most, WORK_BOUND);
+	/* The library's own: a new key evicts, within the sample's calls. */
+	for (i = 0; i < 100; i++) {
+		struct conntab_key nkey = k[i % nk];
+
+		nkey.zone = (uint16_t)(7 + i);
+		conntab_node_init(&c[nk + i].n);
+		calls = 0;
+		ck_assert_int_eq(conntab_insert_evict(t, &c[nk + i].n, &nkey,
+						      rank_count, &calls, &out),
+				 0);
+		ck_assert_ptr_nonnull(out);
+		REQUIRE(calls <= CT_EVICT_SAMPLE);
+	}
+	conntab_destroy(t, NULL);
+	free(c);
+}
+
+/* Key @k's canonical string bit @bit set (lib/key.h's order). */
+static void key_setbit(struct conntab_key *k, unsigned int bit)
+{
+	uint8_t s[CT_KEY_STR_BUF];
+	bool v6 = k->family == AF_INET6;
+
+	ct_key_str(k, s);
+	s[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
+	if (v6) {
+		memcpy(&k->laddr, s + 4, 16);
+		memcpy(&k->lport, s + 20, 2);
+		memcpy(&k->raddr, s + 22, 16);
+		memcpy(&k->rport, s + 38, 2);
+	} else {
+		memcpy(&k->laddr, s + 4, 4);
+		memcpy(&k->lport, s + 8, 2);
+		memcpy(&k->raddr, s + 10, 4);
+		memcpy(&k->rport, s + 14, 2);
+	}
+}
+
+/*
+ * Constructed worst cases for the sample's work: the deepest paths
+ * (IPv6 combs: one node for each of 288 bits), a binary tree of long
+ * prefixes, dense nodes thinned to the least they hold before they are
+ * reshaped, and pairs most of whose halves another writer step holds.
+ */
+START_TEST(evict_work)
+{
+	size_t n, i, j;
+	struct conntab_key *k = calloc(65536, sizeof(*k));
+	struct in6_addr a, l;
+
+	ck_assert_ptr_nonnull(k);
+	/* Combs: key j parts from key 0 at bit j; IPv6 and IPv4. */
+	memset(&a, 0, sizeof(a));
+	n = 0;
+	conntab_key_v6(&k[n++], IPPROTO_TCP, &a, 0, &a, 0);
+	for (i = 32; i < 320; i++) {
+		conntab_key_v6(&k[n], IPPROTO_TCP, &a, 0, &a, 0);
+		key_setbit(&k[n++], (unsigned int)i);
+	}
+	for (i = 32; i < 128; i++) {
+		conntab_key_v4(&k[n], IPPROTO_TCP, 0, 0, 0, 0);
+		key_setbit(&k[n++], (unsigned int)i);
+	}
+	check_work("comb", k, n, 0);
+	/* Binary everywhere, branch points deep (test-trie's memory case). */
+	inet_pton(AF_INET6, "2001:db8::1", &l);
+	for (n = 0; n < 8192; n += 2) {
+		conntab_key_v6(&k[n], IPPROTO_TCP, &l, htons(443), &a,
+			       htons(1000));
+		for (j = 0; j < 12; j++)
+			if ((n / 2) >> j & 1)
+				key_setbit(&k[n], (unsigned int)(58 + j) * 4);
+		k[n + 1] = k[n];
+		k[n + 1].rport |= htons(1);
+	}
+	check_work("binary deep", k, n, 0);
+	/* Dense nodes, every eighth key kept: each node at its least. */
+	for (n = 0, i = 0; i < 65536; i += 8, n++)
+		conntab_key_v4(&k[n], IPPROTO_TCP, htonl(0xc0000201), htons(80),
+			       htonl(0x0a000000 | (uint32_t)(i * 97 % 65536)),
+			       htons(1024));
+	check_work("sparse dense", k, n, 65536);
+	/*
+	 * NAT pairs, 7 in 8 held by another writer step (claimed, as an
+	 * eviction or a removal of the pair holds it): left out of the
+	 * sample, not waited for, and the work stays bounded.
+	 */
+	{
+		struct nat *c = calloc(NAT_N, sizeof(*c));
+		struct seen sn = { .count = calloc(NAT_N, sizeof(uint32_t)) };
+		struct conntab *t = nat_table(NAT_N, NAT_N);
+		struct conntab_node *out;
+		size_t off, w, most = 0;
+
+		ck_assert_ptr_nonnull(c);
+		ck_assert_ptr_nonnull(sn.count);
+		for (i = 0; i < NAT_N; i++)
+			ck_assert_int_eq(nat_insert(t, &c[i], (uint32_t)i, &sn,
+						    &out), 0);
+		for (i = 0; i < NAT_N; i++)
+			if (i % 8)
+				ck_assert(ct_node_claim_linked(&c[i].a, t));
+		rng_state = 0x13198a2e03707344ull;
+		for (i = 0; i < WORK_SAMPLES; i++) {
+			sn.calls = 0;
+			w = sample_once(t, &sn, &off);
+			REQUIRE(w <= WORK_BOUND);
+			REQUIRE(sn.calls == off && off <= CT_EVICT_SAMPLE);
+			REQUIRE(off >= 1);
+			if (w > most)
+				most = w;
+		}
+		for (i = 0; i < NAT_N; i++)
+			if (i % 8)
+				ct_node_unclaim(&c[i].a, t);
+		for (i = 0; i < NAT_N; i++)
+			REQUIRE(sn.count[i] == 0 || i % 8 == 0);
+		fprintf(stderr, "claimed pairs: most work %zu of %d\n", most,
+			WORK_BOUND);
+		conntab_destroy(t, NULL);
+		free(sn.count);
+		free(c);
+	}
+	/* A table of fewer entries than a sample: all of them, each time. */
+	check_work("five", k, 5, 0);
+	free(k);
+}
+END_TEST
+
 static Suite *trie_evict_suite(void)
 {
 	Suite *s = suite_create("trie-evict");
@@ -250,6 +437,10 @@ static Suite *trie_evict_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, evict_fair);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("trie-evict-work");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, evict_work);
 	suite_add_tcase(s, tc);
 	return s;
 }
