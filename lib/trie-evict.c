@@ -30,6 +30,22 @@
  *     memory): the claim is dropped (owner back to the table), the
  *     victim never having left, and the error returned with *evicted
  *     NULL.
+ * When it answers -ENOSPC. Only when its sample offered the rank at
+ * least one candidate and the rank refused every one (rank < 0): a
+ * sample that met nothing it could offer (every node it reached a pair
+ * that another writer step holds, or the table emptied under it) is
+ * taken again, after a pause, until that step ends, and a candidate that
+ * another eviction claimed first sends us back to step 1, where its
+ * eviction has either made room or left a table to sample again. So at a
+ * tiny cap (1 to 3) with several evicting writers, whose steps hold
+ * claims most of the time, an insert that any node would make room for
+ * never fails (tests/test-trie-evict.c, trie-evict-tiny-cap, also under
+ * delays on this path). What remains: a sample that mixes refused
+ * candidates with pairs held by other steps answers -ENOSPC, though a
+ * held pair might have been evictable once its step ended; and, as the
+ * contract says, a sample of 8 in a larger table may miss the nodes the
+ * rank would give up.
+ *
  * So the call is one writer step as the contract says: to other
  * writers the victim is in the table until the newcomer is, and a
  * failure changes nothing. The entry count never exceeds max_entries

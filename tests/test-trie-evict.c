@@ -430,6 +430,101 @@ START_TEST(evict_work)
 }
 END_TEST
 
+/*
+ * Evicting writers at a tiny cap: every rank is 0, so the table always
+ * has room to give and conntab_insert_evict() promises it (-ENOSPC only
+ * when every sampled node ranked negative). Each thread inserts its own
+ * keys, half of them as pairs, and counts what it was refused.
+ */
+#define TINY_THREADS	4
+#define TINY_ITERS	4000
+
+struct tiny {
+	struct conntab *t;
+	unsigned int id;
+	struct nat *c;
+	size_t refused, other;
+	pthread_barrier_t *go;
+};
+
+static long rank_zero(struct conntab_node *v, void *arg)
+{
+	(void)v;
+	(void)arg;
+	return 0;
+}
+
+static void *tiny_writer(void *arg)
+{
+	struct tiny *w = arg;
+	struct conntab_key ka, kb;
+	struct conntab_node *out;
+	size_t i;
+	int err;
+
+	rcu_register_thread();
+	pthread_barrier_wait(w->go);
+	for (i = 0; i < TINY_ITERS; i++) {
+		struct nat *c = &w->c[i];
+		uint32_t id = w->id * TINY_ITERS + (uint32_t)i;
+
+		conntab_node_init(&c->a);
+		conntab_node_init(&c->b);
+		nat_keys(id, &ka, &kb);
+		if (i % 2)
+			err = conntab_insert_pair_evict(w->t, &c->a, &ka, &c->b,
+							&kb, rank_zero, NULL,
+							&out);
+		else
+			err = conntab_insert_evict(w->t, &c->a, &ka, rank_zero,
+						   NULL, &out);
+		if (err == -ENOSPC)
+			w->refused++;
+		else if (err)
+			w->other++;
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(evict_tiny_cap)
+{
+	size_t cap = (size_t)_i, refused = 0, other = 0;
+	struct tiny w[TINY_THREADS];
+	pthread_t th[TINY_THREADS];
+	pthread_barrier_t go;
+	struct conntab_stats st;
+	struct conntab *t = nat_table(cap, 0);
+	unsigned int i;
+
+	pthread_barrier_init(&go, NULL, TINY_THREADS);
+	for (i = 0; i < TINY_THREADS; i++) {
+		w[i] = (struct tiny){ .t = t, .id = i, .go = &go,
+				      .c = calloc(TINY_ITERS, sizeof(struct nat)) };
+		ck_assert_ptr_nonnull(w[i].c);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, tiny_writer,
+						&w[i]), 0);
+	}
+	for (i = 0; i < TINY_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		refused += w[i].refused;
+		other += w[i].other;
+	}
+	conntab_stats(t, &st);
+	fprintf(stderr, "cap %zu: %zu of %d evicting inserts refused, %zu "
+		"other errors; %zu entries\n", cap, refused,
+		TINY_THREADS * TINY_ITERS, other, (size_t)st.entries);
+	ck_assert_uint_eq(other, 0);
+	ck_assert_uint_eq(refused, 0);
+	ck_assert_uint_le(st.entries, cap);
+	/* Evicted nodes were never reused: freed after the table. */
+	conntab_destroy(t, NULL);
+	for (i = 0; i < TINY_THREADS; i++)
+		free(w[i].c);
+	pthread_barrier_destroy(&go);
+}
+END_TEST
+
 static Suite *trie_evict_suite(void)
 {
 	Suite *s = suite_create("trie-evict");
@@ -441,6 +536,10 @@ static Suite *trie_evict_suite(void)
 	tc = tcase_create("trie-evict-work");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, evict_work);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("trie-evict-tiny-cap");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, evict_tiny_cap, 1, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
