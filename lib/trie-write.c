@@ -601,7 +601,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 	} else if (i >= 0) {
 		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
-		x->live++;
+		ct_k_live_set(x, x->live + 1u);
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)pa->v;
@@ -609,7 +609,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
 		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
 		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
-		x->live++;
+		ct_k_live_set(x, x->live + 1u);
 	} else if (x->live < CT_T_KMAX) {
 		y = ct_k_grow(tr, x, pa->v, ins->leaf);
 		if (!y) {
@@ -824,7 +824,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	if (i >= 0) {
 		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
-		x->live++;
+		ct_k_live_set(x, x->live + 1u);
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)v;
@@ -832,7 +832,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
 		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
-		x->live++;
+		ct_k_live_set(x, x->live + 1u);
 	} else {
 		y = ct_k_grow(tr, x, v, ins->leaf);
 		if (!y) {
@@ -1096,7 +1096,7 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 	    ct_t_claimed(tr, n) == evict) {
 		ct_delay(CT_DP_TR_UNLINK_LEAF);
 		ct_rcu_store(ct_k_kid(x)[idx], 0);
-		x->live--;
+		ct_k_live_set(x, x->live - 1u);
 		gone = ct_k_shrink(tr, &kl, &counted);
 	} else {
 		idx = ~0u;	/* moved or claimed meanwhile: look again */
@@ -1137,7 +1137,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_delay(CT_DP_TR_UNLINK_LEAF);
 	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
-	x->live--;
+	ct_k_live_set(x, x->live - 1u);
 	ct_t_fast_unlock(&f, moves, c0, fix);
 	return true;
 }

@@ -92,7 +92,8 @@ struct ct_tnode {
 	uint8_t cap;		/* sparse: entries allocated */
 	uint16_t pos;
 	uint8_t w;
-	uint8_t live;		/* sparse: entries with a kid (writers) */
+	uint8_t live;		/* sparse: entries with a kid (writers;
+				   ct_k_live_set()) */
 };
 
 /*
@@ -173,6 +174,18 @@ static inline int ct_k_find(struct ct_tnode *x, uint32_t v)
 	return -1;
 }
 #endif
+
+/*
+ * A sparse node's live count changes under its lock, where writers read
+ * it plainly; the eviction sample (lib/trie-sample.h) reads it under no
+ * lock, as a weight that may be a step old: so the store is atomic
+ * (relaxed, paired with the sample's relaxed load; no order needed, the
+ * count orders nothing).
+ */
+static inline void ct_k_live_set(struct ct_tnode *x, unsigned int live)
+{
+	__atomic_store_n(&x->live, (uint8_t)live, __ATOMIC_RELAXED);
+}
 
 static inline uintptr_t *ct_k_kid(struct ct_tnode *x)
 {

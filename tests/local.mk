@@ -215,9 +215,10 @@ TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
 	tests/test-evict tests/test-split-move \
 	"T_PAIR_ONLY_RACES=1 tests/test-pair"
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
-	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race
+	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race \
+	tests/test-trie-evict:trie-evict-tiny-cap
 TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound \
-	tests/test-slots
+	tests/test-slots tests/test-trie-evict
 TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
 	halt_on_error=1 second_deadlock_stack=1 history_size=7 \
 	suppress_equal_addresses=0 suppress_equal_stacks=0
