@@ -424,6 +424,59 @@ START_TEST(evict_work)
 		free(sn.count);
 		free(c);
 	}
+	/*
+	 * The stated exception: a root built to the sizing hint (2^20 slots
+	 * for 16M expected) left with 2 occupied slots, the table full of
+	 * keys below one of them. The bounded sample meets nothing; the
+	 * unbounded fill finds them, for up to the root's slots.
+	 */
+	{
+		struct conntab *t = nat_table(1002, (size_t)1 << 24);
+		struct one *c = calloc(64 + 1002, sizeof(*c));
+		size_t off, w, most = 0, calls = 0;
+
+		ck_assert_ptr_nonnull(c);
+		for (i = 0; i < 64; i++) {
+			conntab_key_v4(&k[i], IPPROTO_TCP, htonl(0xc0000201),
+				       htons(80),
+				       htonl((uint32_t)i * 0x9e3779b1u),
+				       htons(1024));
+			conntab_node_init(&c[i].n);
+			ck_assert_int_eq(conntab_insert(t, &c[i].n, &k[i]), 0);
+		}
+		for (i = 2; i < 64; i++)
+			ck_assert_int_eq(conntab_remove(t, &c[i].n), 0);
+		for (i = 0; i < 1000; i++) {
+			struct conntab_key nk = k[1];
+
+			nk.rport = htons((uint16_t)(2000 + i));
+			conntab_node_init(&c[64 + i].n);
+			ck_assert_int_eq(conntab_insert(t, &c[64 + i].n, &nk),
+					 0);
+		}
+		ck_assert_uint_eq(ct_trie(t)->root_geo & 0xff, 20);
+		rng_state = 0xa4093822299f31d0ull;
+		for (i = 0; i < 20; i++) {
+			struct ct_tsample sm = {
+				.t = t, .rank = rank_count, .arg = &calls,
+				.random = test_random,
+			};
+
+			rcu_read_lock();
+			ct_ts_sample(&sm, &ct_trie(t)->root);
+			rcu_read_unlock();
+			w = sm.work;
+			off = sm.n;
+			REQUIRE(off == CT_EVICT_SAMPLE);
+			REQUIRE(w <= WORK_BOUND + ((size_t)1 << 20) + 2);
+			if (w > most)
+				most = w;
+		}
+		fprintf(stderr, "hinted root, 2 of 2^20 slots used: most work "
+			"%zu (the exception)\n", most);
+		conntab_destroy(t, NULL);
+		free(c);
+	}
 	/* A table of fewer entries than a sample: all of them, each time. */
 	check_work("five", k, 5, 0);
 	free(k);
