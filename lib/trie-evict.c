@@ -30,6 +30,7 @@
  *     memory): the claim is dropped (owner back to the table), the
  *     victim never having left, and the error returned with *evicted
  *     NULL.
+ *
  * When it answers -ENOSPC. Only when its sample offered the rank at
  * least one candidate and the rank refused every one (rank < 0): a
  * sample that met nothing it could offer (every node it reached a pair
