@@ -216,7 +216,8 @@ TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
 	"T_PAIR_ONLY_RACES=1 tests/test-pair"
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
 	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race \
-	tests/test-trie-evict:trie-evict-tiny-cap
+	tests/test-trie-evict:trie-evict-tiny-cap \
+	tests/test-trie-bound:trie-bound-writers
 TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound \
 	tests/test-slots tests/test-trie-evict
 TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \

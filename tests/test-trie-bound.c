@@ -1299,6 +1299,15 @@ static Suite *bound_suite(void)
 	tcase_add_test(tc, residue_one_percent);
 	tcase_add_test(tc, sizing_hint);
 	tcase_add_test(tc, short_half_bound);
+	suite_add_tcase(s, tc);
+	/*
+	 * Two writers building and emptying dense nodes beside the stats
+	 * walk: CK_RUN_CASE=trie-bound-writers, under ThreadSanitizer too
+	 * (make check-tsan). Its slot locks racing a builder's plain read
+	 * of the slots were reported here (trie-build.c, until d8a5f6d).
+	 */
+	tc = tcase_create("trie-bound-writers");
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, stats_beside_writers);
 	suite_add_tcase(s, tc);
 	/* Races of writers, by trials: CK_RUN_CASE=trie-bound-races. */
