@@ -70,7 +70,7 @@ static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 		.random = ct_evict_random,
 	};
 
-	ct_ts_sample(&sm, &tr->root);
+	ct_ts_sample(&sm, tr);
 	*offered = sm.n;
 	return sm.best;
 }

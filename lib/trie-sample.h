@@ -51,12 +51,20 @@
  * (lib/trie.c's bounds: a short node of fewer becomes sparse, an
  * anchored one halves), so all of a descent's draws miss at a node with
  * probability at most (7/8)^CT_T_PROBES (under 2 %) and the sample is
- * full. The exceptions are a root built to the sizing hint, which keeps
- * its width while the table grows into it, and a node a writer short of
- * memory could not reshape: where such a node leaves the bounded sample
- * with no candidate at all, the fill goes on without a bound until it
- * meets one (the caller would otherwise sample again for ever); it then
- * costs up to that node's slots.
+ * full. The exception is a root built to the sizing hint, which keeps
+ * its width while the table grows into it: a table that shrank, or keys
+ * aimed at few of its slots, can leave it with a handful of occupied
+ * slots among a million, where no draw meets one. Its samples try the root slot where
+ * a fill last found a leaf (struct ct_trie's sample_slot), and stay
+ * within the bound while that slot's subtree fills them; when it does
+ * not, the fill goes on without a bound until the sample is full (the
+ * caller would otherwise sample again for ever), at up to the root's
+ * slots, and the slot that filled it becomes the hint. So such a root
+ * costs one long sample each time the hinted slot stops filling one, not
+ * every sample (tests/test-trie-evict.c: 228,587 words once, then at
+ * most 481). A node below the root that a writer short of memory could
+ * not reshape has no hint: descents that meet it give up, and the
+ * sample is what the rest of the trie offers, unless that is nothing.
  */
 #ifndef CT_TRIE_SAMPLE_H
 #define CT_TRIE_SAMPLE_H
@@ -85,6 +93,9 @@ struct ct_tsample {
 	long rbest;
 	size_t work;			/* nodes entered, words read */
 	size_t limit;			/* work at which to stop */
+	uintptr_t top;			/* the root word sampled */
+	uint32_t *hint;			/* a root slot that led to a leaf */
+	bool sparse_top;		/* every draw at the root missed */
 };
 
 /*
@@ -184,6 +195,23 @@ static inline struct conntab_node *ct_ts_descend(struct ct_tsample *sm,
 			w[d] = ct_ts_weight(q);
 			tot += w[d++];
 		}
+		/*
+		 * Every draw missed: a nearly empty root built to the sizing
+		 * hint (lib/trie.c), the one node that may hold under an
+		 * eighth of its slots. Try the root slot where a fill last
+		 * found a leaf (a relaxed hint: any value is a slot).
+		 */
+		if (!d && p == sm->top && !ct_t_isk(x) &&
+		    sm->work < sm->limit) {
+			sm->sparse_top = true;
+			q = ct_ts_child(sm, x, __atomic_load_n(sm->hint,
+					__ATOMIC_RELAXED) & (m - 1));
+			if (q) {
+				pick[d] = q;
+				w[d] = 1;
+				tot += w[d++];
+			}
+		}
 		if (!d)
 			return NULL;
 		r = sm->random() % tot;
@@ -205,6 +233,8 @@ static inline bool ct_ts_fill(struct ct_tsample *sm, uintptr_t p)
 	struct ct_tnode *x;
 	uintptr_t q, prev = 0;
 	uint32_t m, r, i;
+	size_t n0;
+	bool stop;
 
 	if (!p)
 		return false;
@@ -223,23 +253,29 @@ static inline bool ct_ts_fill(struct ct_tsample *sm, uintptr_t p)
 		if (q == prev)
 			continue;
 		prev = q;
-		if (ct_ts_fill(sm, q))
+		n0 = sm->n;
+		stop = ct_ts_fill(sm, q);
+		if (p == sm->top && !ct_t_isk(x) && sm->n > n0)
+			__atomic_store_n(sm->hint, (r + i) % m,
+					 __ATOMIC_RELAXED);
+		if (stop)
 			return true;
 	}
 	return false;
 }
 
 /*
- * Reader (RCU read lock held): rank a sample of the trie under @root
- * word; sm->best is the victim, or NULL. sm->t, rank, arg and random set,
- * the rest zero.
+ * Reader (RCU read lock held): rank a sample of @tr; sm->best is the
+ * victim, or NULL. sm->t, rank, arg and random set, the rest zero.
  */
-static inline void ct_ts_sample(struct ct_tsample *sm, uintptr_t *root)
+static inline void ct_ts_sample(struct ct_tsample *sm, struct ct_trie *tr)
 {
-	uintptr_t p = ct_w_load(root);
+	uintptr_t p = ct_w_load(&tr->root);
 	struct conntab_node *l;
 	unsigned int i;
 
+	sm->top = p;
+	sm->hint = &tr->sample_slot;
 	sm->limit = CT_T_DESCENT_WORK;
 	for (i = 0; i < CT_T_DESCENTS && sm->n < CT_EVICT_SAMPLE &&
 		    sm->work < sm->limit; i++) {
@@ -251,8 +287,13 @@ static inline void ct_ts_sample(struct ct_tsample *sm, uintptr_t *root)
 		return;
 	sm->limit = sm->work + CT_T_FILL_WORK;
 	ct_ts_fill(sm, p);
-	if (sm->n)
+	if (sm->n == CT_EVICT_SAMPLE || (sm->n && !sm->sparse_top))
 		return;
+	/*
+	 * Nothing met, or a nearly empty root whose hinted slot could not
+	 * fill the sample: walk on, without a bound, until it is full; the
+	 * root slot that fills it becomes the hint.
+	 */
 	sm->limit = SIZE_MAX;
 	ct_ts_fill(sm, p);
 }

@@ -435,6 +435,13 @@ struct ct_trie {
 	 */
 	uint32_t root_geo;
 	/*
+	 * The eviction sample's hint (lib/trie-sample.h): a slot of a dense
+	 * root where its last fill found a leaf. Relaxed loads and stores
+	 * of any thread: any value is a slot, only the cost of a sample of
+	 * a nearly empty root depends on it.
+	 */
+	uint32_t sample_slot;
+	/*
 	 * Retired nodes wait on @retired (a lock-free stack) and go to
 	 * call_rcu in batches (lib/trie-mem.c).
 	 */
