@@ -10,9 +10,9 @@
  *   evict-fair    the candidates are a fair sample: a table of 4,096
  *                 keys, one in sixteen assured, through 20,000 evicting
  *                 inserts at equal ranks that put the victim's key back:
- *                 no refusal, every key a candidate, each sixteenth of
- *                 the key order offered and evicted its share (0.5x to
- *                 1.5x);
+ *                 no refusal, every key a candidate (the trie: 95% of
+ *                 them), each sixteenth of the key order offered and
+ *                 evicted its share (0.5x to 1.5x);
  *   evict-depth   what eviction leaves behind is what random inserts
  *                 leave: the hash backends' deepest bucket after 1M
  *                 evicting inserts of single nodes and of pairs (equal
@@ -248,9 +248,6 @@ START_TEST(evict_fair)
 	size_t i, g;
 	int err;
 
-	/* The trie's sample is its own (lib/trie-evict.c): not yet fair. */
-	if (B == CONNTAB_TRIE)
-		return;
 	memset(offered, 0, sizeof(offered));
 	memset(evicted, 0, sizeof(evicted));
 	pool_init(&p, 4 * FAIR_N);
@@ -308,7 +305,16 @@ START_TEST(evict_fair)
 	 * average: never, e^-39.
 	 */
 	ck_assert_uint_eq(refused, 0);
-	ck_assert_uint_eq(distinct, FAIR_N + 1);
+	/*
+	 * The trie weighs a child by its own children, not by the leaves
+	 * below it (it keeps no subtree counts): some 2% of these keys,
+	 * leaves beside large subtrees, are offered rarely enough that
+	 * 20,000 rounds can miss them (lib/trie-evict.c).
+	 */
+	if (B == CONNTAB_TRIE)
+		ck_assert_uint_ge(distinct * 100, (FAIR_N + 1) * 95);
+	else
+		ck_assert_uint_eq(distinct, FAIR_N + 1);
 	for (g = 0; g < FAIR_GROUPS; g++) {
 		ck_assert_msg(go[g] * FAIR_GROUPS * 2 >= noff &&
 			      go[g] * FAIR_GROUPS * 2 <= 3 * noff,
