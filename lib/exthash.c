@@ -9,32 +9,41 @@
  * (lib/chain.h) indexed by the LOW bits of the hash, behind a header with
  * its lock, depth, counts and two successor pointers. The two index ranges
  * never overlap (XH_MAX_DEPTH + XH_SHIFT <= 32), so a split on hash bit l
- * unzips chain i of the segment into chain i of each child: no node
- * changes its chain index, a reader with hash h looks at chain idx(h) of
- * every segment on its path.
+ * unzips chain i of the segment into chain i of each child.
+ *
+ * Keys aimed at the chain index (a known secret) are answered by a
+ * REHASH: the segment's nodes move, as in a split, into a segment of the
+ * same range indexed by a random multiply-shift of the hash (xh_idx_of),
+ * which its split children keep; where the directory may not deepen
+ * (XH_ENTRIES_PER_SLOT), an overfull segment widens into one of twice the
+ * heads the same way, and narrows back. A reader with hash h looks at
+ * chain xh_idx_of(s, h) of every segment s on its path.
  *
  * Why segments, not one chain per bucket: a lookup's hit path is the
  * directory slot, one chain head and the node, as in the chained backend
  * plus one load from a directory 64 times smaller than the head array (it
  * stays in the cache), and a head costs 8 bytes, not a 64-byte bucket.
  *
- * Growth splits one overfull segment at a time (O(segment) work in the
- * insert that overfills it); shrinking merges two light buddies in the
- * remove that empties them. Directory doubling and halving copy the
- * pointers into a new directory a chunk at a time, piggybacked on later
- * writer calls, and publish it when complete, so no single call pays for
- * the whole table. doc/exthash.md gives the design and the proofs; the
- * invariants the code relies on are (I1..I6, stated again where used):
+ * Growth splits one overfull segment at a time (spread over the writer
+ * calls on it that follow the insert that overfills it); shrinking
+ * merges two light buddies in the remove that empties them. Directory
+ * doubling and halving copy the pointers into a new directory a chunk at
+ * a time, piggybacked on later writer calls, and publish it when
+ * complete, so no single call pays for the whole table. doc/exthash.md
+ * gives the design and the proofs; the invariants the code relies on
+ * are (I1..I6, stated again where used):
  *
- *  I1 A segment's successors (succ[], the children of a split or the
- *     segment of a merge) are initialised and set with release stores
+ *  I1 A segment's successors (succ[], the children of a split, the
+ *     segment of a rehash in both halves, or the segment of a merge) are
+ *     initialised and set with release stores
  *     before the first node leaves it, and never change afterwards.
  *  I2 Nodes leave a chain of a dying segment tail first, and each is
- *     linked at the head of the same chain of its successor before it is
- *     cut off the dying chain; every store into a chain link of this
- *     backend is a release store. So a reader that walks chain i of a
- *     segment and then (after an acquire fence) chain i of every successor
- *     it finds has passed every node present throughout its lookup.
+ *     linked at the head of the chain of its hash in its successor before
+ *     it is cut off the dying chain; every store into a chain link of this
+ *     backend is a release store. So a reader that walks the chain of its
+ *     hash in a segment and then (after an acquire fence) in every
+ *     successor it finds has passed every node present throughout its
+ *     lookup.
  *  I3 A segment dies (dead = 1, under its lock) only after the directory
  *     (and the part of a pending directory already filled) points past it;
  *     a writer that locks a dead segment reloads the directory.
@@ -76,24 +85,34 @@
  */
 #define XH_SPLIT	(XH_HEADS * 3 / 2)
 /*
- * Split a segment also when an insert makes one of its chains longer than
- * XH_CHAIN_SPLIT, however few nodes it holds. The chain index is the low
- * bits of the hash, which whoever knows the secret can choose as easily
- * as the top ones: keys with equal low bits (64 hashes each) fill one
- * chain of every segment, which by its count alone split only past
- * XH_SPLIT nodes, so every segment kept a chain of up to XH_SPLIT + 1 = 97.
- * A split on bit l halves such a chain (the attacker's keys differ there
- * unless they pay for that bit too), so chains stay near XH_CHAIN_SPLIT,
- * at the price of segments holding a dozen nodes, not ~70 (doc/exthash.md,
- * "A known secret"). Random hashes never come near it: a segment's chains
- * are Poisson of mean <= 1.5, one of 17 has probability ~1e-13.
+ * An insert that makes one of a segment's chains longer than
+ * XH_CHAIN_SPLIT, however few nodes the segment holds, REHASHES it: the
+ * chain index is the low bits of the hash, which whoever knows the
+ * secret can choose as easily as the top ones (64 hashes a key put every
+ * key in chain 0 of its segment). A rehash moves the segment's nodes,
+ * over its next writer calls as a split does, into a segment of the same
+ * range whose chain index is a multiply-shift hash of the whole 32-bit
+ * hash with a random odd multiplier (xh_idx_of), drawn from a key of the
+ * table's own that cfg.secret does not give (the cursor key): the keys
+ * the attacker chose then spread over the chains as random ones do
+ * (multiply-shift is universal: two distinct hashes share a chain of 2^s
+ * with probability at most 2 / 2^s, whatever they are). Random hashes
+ * never come near it: a segment's chains are Poisson of mean <= 1.5, one
+ * of 17 has probability ~1e-13.
+ *
+ * A segment already rehashed rehashes again, with a new multiplier, only
+ * once it holds twice the nodes it held when made (so that rehashing is
+ * O(1) moves per insert, amortised, even for keys that no multiplier can
+ * separate: equal 32-bit hashes). An earlier version split the segment
+ * instead: chains of ~16, but segments of ~9 nodes, 70-95 bytes of table
+ * per entry, and the directory deepening with them.
  */
 #define XH_CHAIN_SPLIT	16
 /*
  * Buddies merge only if no chain of the merged segment would hold more
- * than this, so that a chain split is not undone by the next remove (and
- * redone by the next insert). Random merges (<= XH_MERGE nodes over 64
- * chains) never meet it.
+ * than this, so that a merge does not build a chain that the next insert
+ * rehashes again. Random merges (<= XH_MERGE nodes over 64 chains) never
+ * meet it.
  */
 #define XH_CHAIN_MERGE	(XH_CHAIN_SPLIT / 2)
 /*
@@ -104,6 +123,16 @@
 #define XH_MERGE	(XH_HEADS / 2)
 /* Deepest directory: the top bits may not reach the chain index bits. */
 #define XH_MAX_DEPTH	(32 - XH_SHIFT)
+/*
+ * Largest segment: 2^XH_MAX_SHIFT chain heads (8 KiB). A segment that
+ * overflows where the directory may not deepen (XH_ENTRIES_PER_SLOT)
+ * rehashes into one of twice its heads instead of splitting (widens), and
+ * back to half once it holds less than 3/8 of a node per chain. Bounded
+ * because a walk step reads a whole segment (xh_snapshot): a walk reads
+ * up to 2^XH_MAX_SHIFT / 32 heads per node in such segments, 16 times
+ * what it reads in plain ones.
+ */
+#define XH_MAX_SHIFT	10
 /*
  * Chains a writer call moves while a split is in progress: a split is
  * spread over XH_HEADS / XH_SPLIT_STEP writer calls on the segment, so no
@@ -151,17 +180,19 @@ unsigned long ct_xh_fill_updates;
  * or a hash gone wrong): the keys then fill a corner of the directory that
  * the slots of the empty rest outnumber, so the segments never reach half
  * the slots while the corner's segments overflow. So a segment that
- * overflows at the full depth may also double the directory while the
- * new one has at most XH_SLOTS_PER_ENTRY slots per entry in the table.
- * The bound: a directory is at most max(4 x segments, 4 x entries) slots
- * when it is made (32 bytes per segment or entry), and keys whose hashes
- * share k top bits keep chains of about 2^k / 256 nodes on average, short
- * up to k = 8 (tests/test-exthash-skew.c: 1M keys, k = 8, chains <= 16);
- * past that an attacker pays 2^k hashes per key for chains of 2^k / 256.
+ * overflows at the full depth may also double the directory while the new
+ * one has at most one slot per XH_ENTRIES_PER_SLOT entries in the table.
+ * The bound: a directory is at most max(4 x segments, entries / 4) slots
+ * when it is made (at most 2 bytes per entry beyond the segments' own
+ * bound), where it was 4 slots per entry (32 bytes), which keys sharing 6
+ * top bits reached: 262,144 slots for 100,000 keys. Past it the corner's
+ * segments, which hold 2^k x 4 keys or so for k shared top bits, grow
+ * instead (XH_MAX_SHIFT), so chains stay short up to k = 8 and average
+ * about 2^k / 256 beyond (tests/test-exthash-skew.c).
  */
 #define XH_GROW_SHIFT	1
 #define XH_HALVE_SHIFT	3
-#define XH_SLOTS_PER_ENTRY	4
+#define XH_ENTRIES_PER_SLOT	4
 /*
  * Entry counters, sharded by the low hash bits (uniform whatever the top
  * bits share) so that writers on different chains rarely share one; only
@@ -176,16 +207,18 @@ struct ct_xseg {
 	uint8_t depth;			/* local depth l, fixed */
 	uint8_t dead;			/* under lock: nodes moved to succ[] */
 	uint8_t splitting;		/* under lock: chains [0, moved) moved */
-	uint8_t pad;
+	uint8_t shift;			/* 1 << shift chain heads, fixed */
 	uint32_t prefix;		/* top l bits of its hashes, fixed */
+	uint32_t mult;			/* chain index (xh_idx_of), fixed */
 	uint32_t count;			/* nodes in its chains (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
 	uint32_t moved;			/* chains emptied by a split (lock) */
+	uint32_t rehashed;		/* count when made by a rehash, fixed */
 	struct ct_xseg *succ[2];	/* RCU, I1: by hash bit l */
 	struct ct_xseg *retired;	/* dead: next in its batch (dir_lock) */
 	struct rcu_head rcu;
 	/* RCU chains, each ending in xh_marker(seg, i) */
-	struct conntab_node *head[XH_HEADS];
+	struct conntab_node *head[];
 };
 
 struct ct_xdir {
@@ -206,9 +239,11 @@ struct ct_exthash {
 	unsigned long copy_calls;	/* test builds: XH_COPY_EVERY */
 	size_t nb;			/* live segments */
 	size_t nd[XH_MAX_DEPTH + 1];	/* live segments per local depth */
-	size_t splits, merges, dir_resizes, splitting;
+	size_t splits, merges, dir_resizes, splitting, rehashes;
 	struct ct_xseg *retired;	/* dead segments awaiting call_rcu */
 	unsigned int nretired;
+	size_t retired_bytes;		/* their size */
+	uint64_t nmult;			/* multipliers drawn (atomic) */
 
 	struct {
 		long n;			/* atomic (relaxed) */
@@ -229,10 +264,46 @@ static inline size_t xh_slot(unsigned int depth, uint32_t h)
 	return (size_t)((uint64_t)h >> (32 - depth));
 }
 
-/* Chain of hash @h in every segment on its path. */
+/*
+ * Chain of hash @h in a plain segment (mult 0), which all segments are
+ * unless a long chain made the table rehash one (XH_CHAIN_SPLIT). A reader
+ * walks it first in every segment, before it reads the segment's header.
+ */
 static inline unsigned int xh_idx(uint32_t h)
 {
 	return h & (XH_HEADS - 1);
+}
+
+/*
+ * Chain of hash @h in a segment of chain index @mult and 2^@shift heads:
+ * the low bits for a plain one, else the top @shift bits of h * mult
+ * (multiply-shift, universal over odd multipliers). Split children keep
+ * their parent's function, so that a split unzips chain i into chain i of
+ * each child when they are alike; moves go by xh_idx_of() of the segment
+ * moved to, whatever it is (xh_move_chain).
+ */
+static inline unsigned int xh_idx_fn(uint32_t mult, unsigned int shift,
+				     uint32_t h)
+{
+	if (!mult)
+		return xh_idx(h);
+	return (uint32_t)(h * mult) >> (32 - shift);
+}
+
+static inline unsigned int xh_idx_of(const struct ct_xseg *s, uint32_t h)
+{
+	return xh_idx_fn(s->mult, s->shift, h);
+}
+
+static inline unsigned int xh_nheads(const struct ct_xseg *s)
+{
+	return 1u << s->shift;
+}
+
+static inline size_t xh_seg_bytes(unsigned int shift)
+{
+	return sizeof(struct ct_xseg) +
+	       (sizeof(struct conntab_node *) << shift);
 }
 
 /* The bit a segment of depth @depth splits on: successor index of @h. */
@@ -282,9 +353,10 @@ static inline void xh_read_unlock(struct ct_exthash *x)
  * reuse them at once. A hit reads one 8-byte head, which never straddles
  * a line at malloc's 16-byte alignment.
  */
-static struct ct_xseg *xh_seg_new(unsigned int depth, uint32_t prefix)
+static struct ct_xseg *xh_seg_new(unsigned int depth, uint32_t prefix,
+				  unsigned int shift, uint32_t mult)
 {
-	struct ct_xseg *s = malloc(sizeof(*s));
+	struct ct_xseg *s = malloc(xh_seg_bytes(shift));
 	unsigned int i;
 
 	if (!s)
@@ -292,9 +364,28 @@ static struct ct_xseg *xh_seg_new(unsigned int depth, uint32_t prefix)
 	memset(s, 0, offsetof(struct ct_xseg, head));
 	s->depth = (uint8_t)depth;
 	s->prefix = prefix;
-	for (i = 0; i < XH_HEADS; i++)
+	s->shift = (uint8_t)shift;
+	s->mult = mult;
+	for (i = 0; i < xh_nheads(s); i++)
 		s->head[i] = xh_marker(s, i);
 	return s;
+}
+
+/*
+ * A fresh odd multiplier for a rehash: SipHash of a counter under the
+ * table's cursor key, which comes from getrandom() and not from
+ * cfg.secret, so whoever knows the secret still cannot tell which of
+ * their keys share a chain of a rehashed segment.
+ */
+static uint32_t xh_new_mult(struct ct_exthash *x)
+{
+	uint64_t c = __atomic_add_fetch(&x->nmult, 1, __ATOMIC_RELAXED);
+	struct ct_sip st;
+
+	ct_sip_init(&st, &x->base.cursor_key);
+	ct_sip_word(&st, 0x7868206d756c7421ull);	/* "xh mult!" */
+	ct_sip_word(&st, c);
+	return (uint32_t)ct_sip_final(&st, 16) | 1;
 }
 
 static void xh_seg_free(struct ct_xseg *s)
@@ -325,11 +416,13 @@ static struct ct_xseg *xh_retire_locked(struct ct_exthash *x,
 {
 	s->retired = x->retired;
 	x->retired = s;
+	x->retired_bytes += xh_seg_bytes(s->shift);
 	if (++x->nretired < XH_RETIRE_MIN ||
 	    (x->nretired < XH_RETIRE_MAX && x->nretired < x->nb / 8))
 		return NULL;
 	x->retired = NULL;
 	x->nretired = 0;
+	x->retired_bytes = 0;
 	return s;
 }
 
@@ -403,23 +496,39 @@ static inline struct ct_xseg *xh_seg_rcu(struct ct_exthash *x, uint32_t h)
 }
 
 /*
- * Reader: find @k (hash @h) starting at segment @s. Walks chain idx(h) of
- * @s, then of the successor for @h if @s is splitting or merging, and so on
- * (I1, I2): a node moved out of a chain behind the walk was linked into
- * the successor's chain first, and the successor was set before that.
- * Never waits for a writer.
+ * Reader: find @k (hash @h) starting at segment @s. Walks chain
+ * xh_idx_of(s, h) of @s, then that of the successor for @h if @s is
+ * splitting, rehashing or merging, and so on (I1, I2): a node moved out
+ * of a chain behind the walk was linked into the successor's chain of its
+ * hash first, and the successor was set before that. Never waits for a
+ * writer.
+ *
+ * The chain of a plain segment (xh_idx) is walked first, before the
+ * header: the header line is the writers' (lock, counts), and reading it
+ * first would put a miss, and a line that writers keep taking away, in
+ * front of every hit. In a rehashed segment that walk is wasted (its
+ * chain holds other keys; a node of @k found there is still @k's), and
+ * the header then gives the chain to walk; mult and shift are fixed
+ * before the segment is reachable (published with it).
  */
 static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 				    uint32_t h, const struct conntab_key *k)
 {
-	const unsigned int i = xh_idx(h);
+	const unsigned int i0 = xh_idx(h);
 	struct conntab_node *n, *end;
 	struct ct_xseg *next;
+	unsigned int i;
 
 	for (;;) {
-		n = ct_chain_scan(&s->head[i], h, k, &end);
+		n = ct_chain_scan(&s->head[i0], h, k, &end);
 		if (n)
 			return n;
+		i = xh_idx_of(s, h);
+		if (i != i0) {
+			n = ct_chain_scan(&s->head[i], h, k, &end);
+			if (n)
+				return n;
+		}
 		/*
 		 * Pairs with the release stores of xh_move_all(): if the pass
 		 * missed a node because it moved, succ[] (set before) shows.
@@ -492,16 +601,19 @@ static void xh_publish(struct ct_exthash *x, struct ct_xseg *s)
 
 /*
  * Writer: move every node of chain @i of @from (locked, dying, succ[] set:
- * I1) to chain @i of its successor, tail first (I2). While a node is
- * linked in both chains, a reader on @from passes into the successor's
- * chain, ends on a foreign marker and then walks the successor itself: it
- * never waits and never misses a node.
+ * I1) to the chain of its hash in its successor (chain @i too when the
+ * two index alike: a split of a segment not resized), tail first (I2).
+ * While a node is linked in both chains, a reader on @from passes into
+ * the successor's chain, ends on a foreign marker and then walks the
+ * successor itself, the chain of its own hash there: it never waits and
+ * never misses a node.
  */
 static void xh_move_chain(struct ct_xseg *from, unsigned int i)
 {
 	struct conntab_node *const end = xh_marker(from, i);
 	struct conntab_node **pp, *n;
 	struct ct_xseg *to;
+	unsigned int j;
 
 	while (!ct_is_nulls(from->head[i])) {
 		for (pp = &from->head[i]; !ct_is_nulls((*pp)->ct_next);
@@ -509,11 +621,12 @@ static void xh_move_chain(struct ct_xseg *from, unsigned int i)
 			;
 		n = *pp;
 		to = from->succ[xh_bit(n->ct_hash, from->depth)];
+		j = xh_idx_of(to, n->ct_hash);
 		/* n is visible: its new link must be a release (I2). */
 		ct_delay(CT_DP_XH_PUB_MOVE_LINK);
-		ct_rcu_assign(n->ct_next, to->head[i]);
+		ct_rcu_assign(n->ct_next, to->head[j]);
 		ct_delay(CT_DP_XH_PUB_MOVE_HEAD);
-		ct_rcu_assign(to->head[i], n);
+		ct_rcu_assign(to->head[j], n);
 		/* Only now cut n off; the chain ends on its marker again. */
 		ct_delay(CT_DP_XH_UNLINK_MOVE);
 		ct_rcu_assign(*pp, end);
@@ -548,19 +661,18 @@ static void xh_move_chains(struct ct_xseg *from, unsigned int lo,
 
 /*
  * Writer, @s locked and alive: the chain that holds hash @h now, and in
- * *@owner the segment whose counts it carries. While @s splits, chains
- * already moved live in the children (nobody reaches those but through
- * @s's lock until they are published); the rest are still @s's.
+ * *@owner the segment whose counts it carries. While @s splits (or
+ * rehashes), chains already moved live in the successors (nobody reaches
+ * those but through @s's lock until they are published); the rest are
+ * still @s's.
  */
 static struct conntab_node **xh_chain_locked(struct ct_xseg *s, uint32_t h,
 					     struct ct_xseg **owner)
 {
-	const unsigned int i = xh_idx(h);
-
 	*owner = s;
-	if (s->splitting && i < s->moved)
+	if (s->splitting && xh_idx_of(s, h) < s->moved)
 		*owner = s->succ[xh_bit(h, s->depth)];
-	return &(*owner)->head[i];
+	return &(*owner)->head[xh_idx_of(*owner, h)];
 }
 
 /*
@@ -605,7 +717,7 @@ static size_t xh_entries(const struct ct_exthash *x)
 
 /*
  * dir_lock held: may the directory double now? Asked when a segment
- * overflows at the directory's full depth (see XH_SLOTS_PER_ENTRY).
+ * overflows at the directory's full depth (see XH_ENTRIES_PER_SLOT).
  */
 static bool xh_grow_ok(const struct ct_exthash *x)
 {
@@ -615,7 +727,7 @@ static bool xh_grow_ok(const struct ct_exthash *x)
 	if (x->pending || d >= XH_MAX_DEPTH)
 		return false;
 	return (x->nb << XH_GROW_SHIFT) >= slots ||
-	       2 * slots <= XH_SLOTS_PER_ENTRY * xh_entries(x);
+	       2 * slots * XH_ENTRIES_PER_SLOT <= xh_entries(x);
 }
 
 /* dir_lock held: may the directory halve now? */
@@ -721,32 +833,38 @@ static bool xh_reserve_split(struct ct_exthash *x, unsigned int l)
 }
 
 /*
- * Writer, @s locked, alive and splitting: move the next XH_SPLIT_STEP
- * chains. The call that moves the last publishes the children in the
- * directory and retires @s (I3, I5).
+ * Writer, @s locked, alive and splitting (or rehashing: both successors
+ * the one new segment): move the next XH_SPLIT_STEP chains. The call that
+ * moves the last publishes the successors in the directory and retires @s
+ * (I3, I5).
  */
 static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 {
 	unsigned int lo = s->moved, hi = lo + XH_SPLIT_STEP;
 	struct ct_xseg *batch;
 
-	if (hi > XH_HEADS)
-		hi = XH_HEADS;
+	if (hi > xh_nheads(s))
+		hi = xh_nheads(s);
 	xh_move_chains(s, lo, hi);
 	s->moved = hi;
-	if (hi < XH_HEADS)
+	if (hi < xh_nheads(s))
 		return;
 	/*
-	 * Nobody else can reach the children for writing before this
+	 * Nobody else can reach the successors for writing before this
 	 * publish: writers come through the directory, or through s's lock,
 	 * which we hold.
 	 */
 	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
 	xh_publish(x, s->succ[0]);
-	xh_publish(x, s->succ[1]);
-	x->splits++;
-	x->splitting--;
-	CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
+	if (s->succ[1] != s->succ[0]) {
+		xh_publish(x, s->succ[1]);
+		x->splits++;
+		x->splitting--;
+		CT_PROBE(exthash_split, x, s->depth + 1u, x->nb);
+	} else {
+		/* A rehash: same depth and range, nothing to account. */
+		x->rehashes++;
+	}
 	ct_delay(CT_DP_XH_UNLINK_SEG);
 	s->dead = 1;	/* I3 */
 	/* We hold the read lock: s stays valid until we unlock it. */
@@ -756,38 +874,102 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 }
 
 /*
+ * Writer, @s locked, alive and not splitting: start rehashing it into a
+ * segment of the same depth and range, 2^@shift heads and chain index
+ * @mult. Same protocol as a split (I1: the successor, both halves of
+ * succ[], is set before the first node moves; later writer calls move
+ * the chains, xh_split_step), with one successor for both hash bits; no
+ * directory slot changes until it is published, and the segment counts
+ * stay as they are. On allocation failure nothing starts: @s stays as it
+ * is, its chains long.
+ */
+static void xh_start_rehash(struct ct_xseg *s, unsigned int shift,
+			    uint32_t mult)
+{
+	struct ct_xseg *r = xh_seg_new(s->depth, s->prefix, shift, mult);
+
+	if (!r)
+		return;
+	r->rehashed = s->count;
+	/* I1: initialised, set before the first node moves. */
+	ct_delay(CT_DP_XH_PUB_SUCC);
+	ct_rcu_assign(s->succ[0], r);
+	ct_rcu_assign(s->succ[1], r);
+	s->splitting = 1;
+	s->moved = 0;
+}
+
+/*
+ * Writer, @s locked, alive and not splitting, overfull where the directory
+ * may not deepen: make it twice as wide (rehashed if it was plain), up to
+ * XH_MAX_SHIFT; the multiplier stays, so a chain i becomes chains 2i and
+ * 2i + 1.
+ */
+static void xh_widen(struct ct_exthash *x, struct ct_xseg *s)
+{
+	if (s->shift < XH_MAX_SHIFT)
+		xh_start_rehash(s, s->shift + 1u,
+				s->mult ? s->mult : xh_new_mult(x));
+}
+
+/*
  * Writer: @s is locked and alive, not splitting, and an insert just went
- * into it, making its chain @chain long. Start splitting it if it is
- * overfull (XH_SPLIT nodes, or a chain of XH_CHAIN_SPLIT): allocate and
- * announce the children, and move the first chains; later writer calls
- * on @s move the rest (xh_split_step). Whatever fails (no memory,
- * directory too shallow), the insert stands and @s merely stays overfull.
+ * into it, making its chain @chain long.
+ *
+ * A chain longer than XH_CHAIN_SPLIT: rehash @s with a fresh multiplier,
+ * if it is plain or has doubled its count since it was made by a rehash.
+ *
+ * More than 1.5 nodes per chain: split it, allocating and announcing the
+ * children; later writer calls on @s move the chains (xh_split_step). A
+ * split needs a directory deeper than @s: at the full depth it starts a
+ * doubling and splits on a later insert, or, where the directory may not
+ * double (XH_ENTRIES_PER_SLOT, XH_MAX_DEPTH), widens @s instead.
+ *
+ * Whatever fails (no memory), the insert stands and @s merely stays
+ * overfull.
  */
 static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
 			   size_t chain)
 {
-	unsigned int l = s->depth;
+	unsigned int l = s->depth, cshift;
 	struct ct_xseg *s0, *s1;
-	bool ok, grow;
+	bool ok, grow = false, widen = false;
 
-	if ((s->count <= XH_SPLIT && chain <= XH_CHAIN_SPLIT) ||
-	    l >= XH_MAX_DEPTH)
+	if (chain > XH_CHAIN_SPLIT &&
+	    (!s->mult || s->count >= 2 * (size_t)s->rehashed)) {
+		xh_start_rehash(s, s->shift, xh_new_mult(x));
 		return;
+	}
+	if (s->count <= (size_t)XH_SPLIT << (s->shift - XH_SHIFT))
+		return;
+	if (l >= XH_MAX_DEPTH) {
+		xh_widen(x, s);
+		return;
+	}
 	if (l >= ct_rcu_deref(x->dir)->depth) {
 		/* Needs a deeper directory: start one, split later. */
 		if (__atomic_load_n(&x->pending, __ATOMIC_RELAXED))
 			return;
 		ct_spin_lock(&x->dir_lock);
-		grow = l == x->dir->depth && xh_grow_ok(x);
+		if (l == x->dir->depth && !x->pending) {
+			grow = xh_grow_ok(x);
+			widen = !grow;
+		}
 		ct_spin_unlock(&x->dir_lock);
 		if (grow)
 			xh_start_resize(x, l + 1);
+		else if (widen)
+			xh_widen(x, s);
 		return;
 	}
-	s0 = xh_seg_new(l + 1, s->prefix << 1);
-	s1 = xh_seg_new(l + 1, s->prefix << 1 | 1);
+	/* Half the heads for half the nodes; the same index function. */
+	cshift = s->shift > XH_SHIFT ? s->shift - 1u : XH_SHIFT;
+	s0 = xh_seg_new(l + 1, s->prefix << 1, cshift, s->mult);
+	s1 = xh_seg_new(l + 1, s->prefix << 1 | 1, cshift, s->mult);
 	if (!s0 || !s1)
 		goto out_free;
+	/* A rehash again needs twice what each half starts with. */
+	s0->rehashed = s1->rehashed = s->rehashed / 2;
 	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
 	ct_delay(CT_DP_XH_LOCK_DIR_SPLIT);
 	ok = xh_reserve_split(x, l);
@@ -821,18 +1003,27 @@ static void xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
 }
 
 /*
- * Writer, @s and @o locked: would every chain of their merge hold at most
- * XH_CHAIN_MERGE nodes? At most XH_MERGE nodes to count (the caller
- * checked), over the two segments' heads.
+ * Writer, @s and @o locked: would every chain of their merge, a segment
+ * of XH_HEADS heads indexed by @mult, hold at most XH_CHAIN_MERGE nodes?
+ * At most XH_MERGE nodes to count (the caller checked), over the two
+ * segments' heads.
  */
-static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o)
+static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o,
+			       uint32_t mult)
 {
-	unsigned int i;
+	unsigned char len[XH_HEADS] = { 0 };
+	struct ct_xseg *seg[2] = { s, o };
+	struct conntab_node *n;
+	unsigned int c, i;
 
-	for (i = 0; i < XH_HEADS; i++)
-		if (ct_chain_len(&s->head[i]) + ct_chain_len(&o->head[i]) >
-		    XH_CHAIN_MERGE)
-			return false;
+	for (c = 0; c < 2; c++)
+		for (i = 0; i < xh_nheads(seg[c]); i++)
+			for (n = seg[c]->head[i]; !ct_is_nulls(n);
+			     n = n->ct_next)
+				if (++len[xh_idx_fn(mult, XH_SHIFT,
+						    n->ct_hash)] >
+				    XH_CHAIN_MERGE)
+					return false;
 	return true;
 }
 
@@ -848,6 +1039,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	struct ct_xseg *o, *m, *batch, *batch2;
 	unsigned int l = s->depth;
 	struct ct_xdir *d;
+	uint32_t mult;
 
 	if (!l || s->splitting || s->count > XH_MERGE)
 		return NULL;
@@ -859,11 +1051,13 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	if (o == s || !ct_spin_trylock(&o->lock))
 		return NULL;
 	ct_delay(CT_DP_XH_LOCK_BUDDY);
+	/* A rehashed half keeps its merge rehashed (XH_CHAIN_SPLIT). */
+	mult = s->mult ? s->mult : o->mult;
 	if (o->dead || o->splitting || o->depth != l ||
 	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE ||
-	    !xh_merge_chains_ok(s, o))
+	    !xh_merge_chains_ok(s, o, mult))
 		goto out_unlock;
-	m = xh_seg_new(l - 1, s->prefix >> 1);
+	m = xh_seg_new(l - 1, s->prefix >> 1, XH_SHIFT, mult);
 	if (!m)
 		goto out_unlock;
 	/* Unreachable for writers until published; locked for our caller. */
@@ -874,8 +1068,8 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	ct_rcu_assign(s->succ[1], m);
 	ct_rcu_assign(o->succ[0], m);
 	ct_rcu_assign(o->succ[1], m);
-	xh_move_chains(s, 0, XH_HEADS);
-	xh_move_chains(o, 0, XH_HEADS);
+	xh_move_chains(s, 0, xh_nheads(s));
+	xh_move_chains(o, 0, xh_nheads(o));
 	ct_spin_lock(&x->dir_lock);
 	xh_publish(x, m);
 	x->nd[l] -= 2;
@@ -901,7 +1095,12 @@ out_unlock:
 	return NULL;
 }
 
-/* Writer: unlock @s after a remove, merging upwards while it is light. */
+/*
+ * Writer: unlock @s after a remove, merging upwards while it is light. A
+ * widened segment (xh_widen) that no merge took and that holds less than
+ * 3/8 of a node per chain is rehashed to half its heads (3/4 per chain:
+ * it widens again only at twice that), so its memory follows its count.
+ */
 static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
 {
 	bool halve = false;
@@ -910,6 +1109,9 @@ static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
 
 	while ((m = xh_merge_once(x, s, &halve)))
 		s = m;
+	if (s->shift > XH_SHIFT && !s->splitting &&
+	    (size_t)s->count * 8 < (size_t)3 << s->shift)
+		xh_start_rehash(s, s->shift - 1u, s->mult);
 	ct_spin_unlock(&s->lock);
 	if (halve) {
 		d = ct_rcu_deref(x->dir)->depth;
@@ -939,7 +1141,7 @@ static struct conntab *xh_create(const struct conntab *tmpl,
 	if (!x->dir)
 		goto nomem;
 	for (i = 0; i < nb; i++) {
-		x->dir->slot[i] = xh_seg_new(depth, (uint32_t)i);
+		x->dir->slot[i] = xh_seg_new(depth, (uint32_t)i, XH_SHIFT, 0);
 		if (!x->dir->slot[i])
 			goto nomem;
 	}
@@ -957,18 +1159,20 @@ nomem:
 	return NULL;
 }
 
-/* Free @s and, if it was splitting, its children, releasing every node. */
+/* Free @s and, if it was splitting, its successors, releasing every node. */
 static void xh_seg_release(struct ct_xseg *s,
 			   void (*release)(struct conntab_node *))
 {
 	unsigned int c;
 
+	/* A rehash has one successor in both halves of succ[]. */
 	if (s->splitting)
-		for (c = 0; c < 2; c++) {
-			ct_heads_release(s->succ[c]->head, XH_HEADS, release);
+		for (c = 0; c < 2 && (!c || s->succ[1] != s->succ[0]); c++) {
+			ct_heads_release(s->succ[c]->head,
+					 xh_nheads(s->succ[c]), release);
 			xh_seg_free(s->succ[c]);
 		}
-	ct_heads_release(s->head, XH_HEADS, release);
+	ct_heads_release(s->head, xh_nheads(s), release);
 	xh_seg_free(s);
 }
 
@@ -1231,7 +1435,7 @@ static void xh_snapshot(struct ct_exthash *x, uint32_t r,
 	for (;;) {
 		foreign = false;
 		/* The cursor (at or past r) keeps out what lies below r. */
-		for (i = 0; i < XH_HEADS; i++)
+		for (i = 0; i < xh_nheads(s); i++)
 			foreign |= !ct_walk_sel_chain(sel, &s->head[i],
 						      xh_marker_id(s, i));
 		ct_delay(CT_DP_XH_READ_SNAP);
@@ -1336,43 +1540,89 @@ static enum ct_scan_end xh_scan(struct conntab *t, uint64_t *pos, bool fresh,
 			    fnret);
 }
 
-/* Longest chain a lookup of chain @i of @s (locked) walks. */
-static size_t xh_chain_walked(struct ct_xseg *s, unsigned int i)
+/* Longest chain among chains [@lo, @hi) of @s. */
+static size_t xh_max_chain(struct ct_xseg *s, unsigned int lo,
+			   unsigned int hi)
 {
-	size_t len = ct_chain_len(&s->head[i]), c0, c1;
+	size_t len, max = 0;
+	unsigned int i;
+
+	for (i = lo; i < hi; i++) {
+		len = ct_chain_len(&s->head[i]);
+		if (len > max)
+			max = len;
+	}
+	return max;
+}
+
+/*
+ * Longest walk of a lookup that stops in @s (locked): its longest chain,
+ * and while it splits or rehashes, that chain followed by the chains of
+ * a successor its hashes can be in. With the same multiplier (a split,
+ * a widening or narrowing) chain i of @s leads to chains i << (s' - s)
+ * and on, or i >> (s - s'), of a successor of s' shift bits; with another
+ * (a rehash for a long chain), to any chain (an upper bound). A rehashed
+ * segment's lookup also walks chain h & 63 first (xh_find); that walk is
+ * not counted.
+ */
+static size_t xh_seg_walked(struct ct_xseg *s)
+{
+	size_t len, c, c0, max = 0;
+	unsigned int i, k, lo, hi;
+	struct ct_xseg *n;
 
 	if (!s->splitting)
-		return len;
-	c0 = ct_chain_len(&s->succ[0]->head[i]);
-	c1 = ct_chain_len(&s->succ[1]->head[i]);
-	return len + (c0 > c1 ? c0 : c1);
+		return xh_max_chain(s, 0, xh_nheads(s));
+	for (i = 0; i < xh_nheads(s); i++) {
+		c0 = 0;
+		for (k = 0; k < 2; k++) {
+			n = s->succ[k];
+			if (n->mult != s->mult) {
+				lo = 0;
+				hi = xh_nheads(n);
+			} else if (n->shift >= s->shift) {
+				lo = i << (n->shift - s->shift);
+				hi = (i + 1) << (n->shift - s->shift);
+			} else {
+				lo = i >> (s->shift - n->shift);
+				hi = lo + 1;
+			}
+			c = xh_max_chain(n, lo, hi);
+			if (c > c0)
+				c0 = c;
+		}
+		len = ct_chain_len(&s->head[i]) + c0;
+		if (len > max)
+			max = len;
+	}
+	return max;
 }
 
 static void xh_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	size_t dirbytes, len, segs = 0;	/* dirbytes: all but live segments */
-	struct ct_xseg *s;
+	size_t dirbytes, len, heads = 0, segbytes = 0;
+	struct ct_xseg *s, *c;
 	uint64_t r = 0;
-	unsigned int i, c;
+	unsigned int k;
 
 	xh_read_lock(x);	/* I5: segments stay valid while we visit them */
 	while (r <= UINT32_MAX) {
 		s = xh_lock(x, (uint32_t)r);
-		st->entries += s->count;
-		st->timewait += s->tw;
-		segs++;
-		if (s->splitting)
-			for (c = 0; c < 2; c++) {
-				st->entries += s->succ[c]->count;
-				st->timewait += s->succ[c]->tw;
-				segs++;
-			}
-		for (i = 0; i < XH_HEADS; i++) {
-			len = xh_chain_walked(s, i);
-			if (len > st->max_depth)
-				st->max_depth = len;
+		for (k = 0; k < 3; k++) {
+			/* s, then the successors of a split or rehash */
+			c = k ? s->succ[k - 1] : s;
+			if (k && (!s->splitting ||
+				  (k == 2 && s->succ[1] == s->succ[0])))
+				continue;
+			st->entries += c->count;
+			st->timewait += c->tw;
+			heads += xh_nheads(c);
+			segbytes += xh_seg_bytes(c->shift);
 		}
+		len = xh_seg_walked(s);
+		if (len > st->max_depth)
+			st->max_depth = len;
 		r = xh_end(s);
 		ct_spin_unlock(&s->lock);
 	}
@@ -1381,12 +1631,12 @@ static void xh_stats(struct conntab *t, struct conntab_stats *st)
 	if (x->pending)
 		dirbytes += xh_dir_bytes(x->pending->depth);
 	/* Retired segments are still ours until their batch is freed. */
-	dirbytes += x->nretired * sizeof(struct ct_xseg);
+	dirbytes += x->retired_bytes;
 	st->resizes = x->splits + x->merges;
 	ct_spin_unlock(&x->dir_lock);
 	xh_read_unlock(x);
-	st->buckets = segs * XH_HEADS;
-	st->memory = sizeof(*x) + segs * sizeof(struct ct_xseg) + dirbytes;
+	st->buckets = heads;
+	st->memory = sizeof(*x) + segbytes + dirbytes;
 }
 
 /*
