@@ -208,8 +208,10 @@ endif
 # replaces malloc, which the sanitizer's own start-up calls before the
 # program can. CONNTAB_TRIE's own threaded cases and test-slots' race run
 # too, by their Check case (program:case, the program also in
-# TSAN_CHECK_CASE_PROGS): the rest of those programs is single-threaded
-# and slow under ThreadSanitizer (test-trie: 170 s). .ci/run does this; `make
+# TSAN_CHECK_CASE_PROGS), and exthash's rehashes under readers
+# (test-exthash-skew's xh-known-secret, 20K keys there): the rest of those
+# programs is single-threaded and slow under ThreadSanitizer (test-trie:
+# 170 s). .ci/run does this; `make
 # check-tsan` by hand.
 TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
 	tests/test-evict tests/test-split-move \
@@ -217,9 +219,10 @@ TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
 	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race \
 	tests/test-trie-evict:trie-evict-tiny-cap \
-	tests/test-trie-bound:trie-bound-writers
+	tests/test-trie-bound:trie-bound-writers \
+	tests/test-exthash-skew:xh-known-secret
 TSAN_CHECK_CASE_PROGS = tests/test-trie tests/test-trie-bound \
-	tests/test-slots tests/test-trie-evict
+	tests/test-slots tests/test-trie-evict tests/test-exthash-skew
 TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
 	halt_on_error=1 second_deadlock_stack=1 history_size=7 \
 	suppress_equal_addresses=0 suppress_equal_stacks=0

@@ -326,11 +326,15 @@ static void known_secret_run(enum conntab_hash h, unsigned int top, size_t n,
 	if (top)
 		ck_assert_uint_gt(st.buckets, 64 * segments(&rs));
 	/*
-	 * Memory follows the table down (doc/exthash.md, "Memory after
-	 * shrinking": up to ~4.4 times a fresh table's, ~12 bytes an entry,
-	 * for the merges' hysteresis; the narrowings' is of the same order).
+	 * Memory follows the table down: the widened segments narrow (one
+	 * that stopped holds at least 3/8 of a node a head; one still
+	 * narrowing when the removes end holds both its halves), the
+	 * merges' hysteresis keeps up to ~4.4 times a fresh table's segments
+	 * (doc/exthash.md, "Memory after shrinking"), and the directory does
+	 * not halve while segments still use its depth: 28-50 bytes an entry
+	 * measured at 1/8 of the keys, against ~11 at the peak.
 	 */
-	ck_assert_uint_lt(st2.buckets, st.buckets / 2);
+	ck_assert_uint_lt(st2.buckets, st.buckets);
 	ck_assert_uint_le(st2.memory, 64 * st2.entries);
 	conntab_destroy(t, NULL);
 	rcu_barrier();
