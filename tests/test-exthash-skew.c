@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../lib/aes.h"
 #include "../lib/hash.h"
@@ -40,6 +41,23 @@ static const uint8_t secret[16] = "known-to-them!!";
 struct conn {
 	struct conntab_node node;
 };
+
+/* A walk's visits, by node index: each node of @c counted in @visits. */
+struct visits {
+	const struct conn *c;
+	unsigned char *visits;
+	size_t n;
+};
+
+static int count_visit(struct conntab_node *node, void *arg)
+{
+	struct visits *v = arg;
+	size_t i = (size_t)((const struct conn *)node - v->c);
+
+	if (i < v->n && v->visits[i] < 255)
+		v->visits[i]++;
+	return 0;
+}
 
 #ifdef CT_HAVE_AES
 static CT_AES_TARGET uint32_t aes_hash(const struct ct_aes_key *ak,
@@ -122,6 +140,7 @@ static void skew_run_keys(enum conntab_hash h, unsigned int k, bool low,
 	struct conntab_resize_stats rs;
 	struct conntab_node *out[64];
 	struct conntab_stats st;
+	struct visits vs;
 	struct conntab *t;
 	size_t i, j, segs, bound;
 
@@ -154,7 +173,14 @@ static void skew_run_keys(enum conntab_hash h, unsigned int k, bool low,
 		for (j = 0; j < 64; j++)
 			ck_assert_ptr_eq(out[j], &c[i + j].node);
 	}
+	/* A walk over the rehashed and widened segments: each key once. */
+	vs = (struct visits){ .c = c, .visits = calloc(n, 1), .n = n };
+	ck_assert_ptr_nonnull(vs.visits);
+	ck_assert_int_eq(conntab_walk(t, count_visit, &vs), 0);
 	rcu_read_unlock();
+	for (i = 0; i < n; i++)
+		ck_assert_uint_eq(vs.visits[i], 1);
+	free(vs.visits);
 	/* And back down: the removes merge and halve what grew. */
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
@@ -229,16 +255,31 @@ struct reader {
 	struct conn *c;
 	size_t n;			/* keys[0, n) by 8: present throughout */
 	size_t lookups, misses;
+	size_t walks, walk_errors;	/* walks: a key by 8 not once */
+	bool walker;
 	int *stop;
 };
 
 static void *reader_run(void *arg)
 {
 	struct reader *r = arg;
+	struct visits v = { .c = r->c, .n = r->n };
 	size_t i;
 
+	v.visits = malloc(r->n);
 	rcu_register_thread();
 	while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE)) {
+		/* Present throughout: visited once, under every resize. */
+		if (r->walker && v.visits) {
+			memset(v.visits, 0, r->n);
+			rcu_read_lock();
+			conntab_walk(r->t, count_visit, &v);
+			rcu_read_unlock();
+			for (i = 0; i < r->n; i++)
+				r->walk_errors += v.visits[i] > 1 ||
+						  (!(i % 8) && v.visits[i] != 1);
+			r->walks++;
+		}
 		rcu_read_lock();
 		for (i = 0; i < r->n; i += 8) {
 			if (conntab_lookup(r->t, &r->keys[i]) != &r->c[i].node)
@@ -248,6 +289,9 @@ static void *reader_run(void *arg)
 		rcu_read_unlock();
 	}
 	rcu_unregister_thread();
+	if (!v.visits)
+		r->walk_errors++;
+	free(v.visits);
 	return NULL;
 }
 
@@ -261,7 +305,9 @@ static void *reader_run(void *arg)
  * to 93). Then two readers look up every 8th key while the writer
  * inserts and removes the rest, growing and shrinking the
  * attacked segments (rehashes, widenings, narrowings, splits, merges)
- * under them: none may miss a key present throughout.
+ * under them: none may miss a key present throughout, and the first
+ * reader's walks, between its lookups, visit each such key exactly once
+ * (and no key twice).
  */
 static void known_secret_run(enum conntab_hash h, unsigned int top, size_t n,
 			     bool churn)
@@ -272,7 +318,7 @@ static void known_secret_run(enum conntab_hash h, unsigned int top, size_t n,
 	struct conntab_key *keys = skewed_keys(h, top, true, n);
 	struct conn *c = calloc(n, sizeof(*c));
 	struct conntab_resize_stats rs, rs2;
-	size_t i, lookups = 0, misses = 0, fails = 0;
+	size_t i, lookups = 0, misses = 0, fails = 0, walks = 0, werr = 0;
 	struct conntab_stats st, st2;
 	struct reader rd[2];
 	struct conntab *t;
@@ -289,7 +335,8 @@ static void known_secret_run(enum conntab_hash h, unsigned int top, size_t n,
 		ck_assert_int_eq(conntab_insert(t, &c[i].node, &keys[i]), 0);
 	for (i = 0; i < 2; i++) {
 		rd[i] = (struct reader){ .t = t, .keys = keys, .c = c,
-					 .n = n, .stop = &stop };
+					 .n = n, .walker = i == 0,
+					 .stop = &stop };
 		ck_assert_int_eq(pthread_create(&rd[i].th, NULL, reader_run,
 						&rd[i]), 0);
 	}
@@ -310,16 +357,22 @@ static void known_secret_run(enum conntab_hash h, unsigned int top, size_t n,
 		pthread_join(rd[i].th, NULL);
 		misses += rd[i].misses;
 		lookups += rd[i].lookups;
+		walks += rd[i].walks;
+		werr += rd[i].walk_errors;
 	}
 	printf("  churn up to %zu keys: chain %zu, %zu heads, %zu segments, "
 	       "directory %zu slots; down to %zu keys: %zu heads, %zu "
-	       "segments, %.1f bytes/entry; %zu lookups, %zu misses\n",
-	       st.entries, st.max_depth, st.buckets, segments(&rs),
-	       rs.dir_slots, st2.entries, st2.buckets, segments(&rs2),
-	       (double)st2.memory / (double)st2.entries, lookups, misses);
+	       "segments, %.1f bytes/entry; %zu lookups, %zu misses; %zu "
+	       "walks, %zu not exactly once\n", st.entries, st.max_depth,
+	       st.buckets, segments(&rs), rs.dir_slots, st2.entries,
+	       st2.buckets, segments(&rs2),
+	       (double)st2.memory / (double)st2.entries, lookups, misses,
+	       walks, werr);
 	ck_assert_uint_eq(fails, 0);
 	ck_assert_uint_eq(misses, 0);
 	ck_assert_uint_gt(lookups, 0);
+	ck_assert_uint_eq(werr, 0);
+	ck_assert_uint_gt(walks, 0);
 	ck_assert_uint_le(st.max_depth, 16);
 	ck_assert_uint_le(rs.dir_slots, dir_bound(&rs, n));
 	/* 6 top bits: the corner's segments are wider than plain. */
