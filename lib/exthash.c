@@ -1212,28 +1212,35 @@ static void xh_apply(struct ct_xseg *s, const struct ct_delta *d)
 
 /*
  * Sample the chains of @s (locked, alive) for an eviction, from chain @i0
- * on, a unit for each chain's head and each node (evict.h); the chains a
- * split has moved already are its children's; @skip, a chain sampled
- * already (or NULL), is passed over.
+ * on, a unit for each chain's head and each node (evict.h); @skip, a
+ * chain sampled already (or NULL), is passed over. While @s splits or
+ * rehashes, its chains [0, moved) are empty and their nodes are in the
+ * successors, at chains of the successors' own indexing: those are
+ * sampled whole (they hold what moved, and what went in after), each
+ * counted by its successor and guarded by @s's lock (nobody reaches them
+ * but through it until they are published).
  */
 static void xh_sample_seg(struct ct_xseg *s, unsigned int i0,
 			  struct conntab_node **skip, struct ct_victim *v)
 {
-	struct conntab_node **head;
-	unsigned int k, i, c;
+	struct ct_xseg *g = s;
+	unsigned int k, i, c, n;
 
-	for (k = 0; k < XH_HEADS && !ct_victim_done(v); k++) {
-		i = (i0 + k) & (XH_HEADS - 1);
-		ct_victim_spend(v);
-		if (!s->splitting || i >= s->moved) {
-			if (&s->head[i] != skip)
-				ct_victim_chain(v, &s->head[i], s, &s->lock);
-			continue;
+	for (c = 0; c < 3 && !ct_victim_done(v); c++) {
+		if (c) {
+			if (!s->splitting ||
+			    (c == 2 && s->succ[1] == s->succ[0]))
+				break;
+			g = s->succ[c - 1];
 		}
-		for (c = 0; c < 2; c++) {
-			head = &s->succ[c]->head[i];
-			if (head != skip)
-				ct_victim_chain(v, head, s->succ[c], &s->lock);
+		n = xh_nheads(g);
+		for (k = 0; k < n && !ct_victim_done(v); k++) {
+			i = (i0 + k) & (n - 1);
+			if (g == s && s->splitting && i < s->moved)
+				continue;
+			ct_victim_spend(v);
+			if (&g->head[i] != skip)
+				ct_victim_chain(v, &g->head[i], g, &s->lock);
 		}
 	}
 }
@@ -1259,7 +1266,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	struct ct_xseg *g, *vs;
 	uint32_t *prev;
 
-	ct_victim_thin(v, s->count, XH_HEADS);
+	ct_victim_thin(v, s->count, xh_nheads(s));
 	ct_victim_spend(v);
 	ct_victim_chain(v, head, o, &s->lock);
 	for (k = 0, j = (size_t)(r >> 32) & (size - 1);
