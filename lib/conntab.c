@@ -933,12 +933,13 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
 
 	if (!t || !cur || !fn || !budget)
 		return -EINVAL;
-	CT_READER_CHECK(t, "conntab_scan()");
 	fresh = conntab_cursor_done(cur);
 	if (!fresh && !ct_cursor_open(t, cur->opaque, pos))
 		return -EINVAL;
 	if (!t->ops->scan)
 		return -EOPNOTSUPP;
+	/* Checked where the call starts reading the table, as the others. */
+	CT_READER_CHECK(t, "conntab_scan()");
 	end = t->ops->scan(t, pos, fresh, budget, ct_pair_filter_fn,
 			   &(struct ct_pair_filter){ fn, arg }, &ret);
 	switch (end) {
