@@ -454,8 +454,11 @@ static void *writer(void *arg)
 	rcu_register_thread();
 	if (!p.c)
 		fail++;
+	/* Only this writer moves them: they stay valid after the lock. */
+	rcu_read_lock();
 	for (i = 0; i < NSTABLE; i++)
 		stable[i] = conntab_lookup(race_t, &keys[i]);
+	rcu_read_unlock();
 	for (round = 0; p.c && now_ns() < end; round++) {
 		for (i = NSTABLE + w; i < NKEYS; i += 2) {
 			if (!(n = fresh_node(&p, (int)i)))
