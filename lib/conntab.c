@@ -159,14 +159,17 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	uint8_t key[16];
 	struct conntab tmpl, *t;
 	const struct conntab_ops *ops;
+	enum conntab_backend backend;
 	int err, hash;
 
 	if (!cfg) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* 0, a zeroed config's backend, is the documented default. */
+	backend = cfg->backend ? cfg->backend : CONNTAB_CHAINED;
 	memset(&tmpl, 0, sizeof(tmpl));
-	ops = ct_ops_of(cfg->backend);
+	ops = ct_ops_of(backend);
 	tmpl.flavor = cfg->flavor ? cfg->flavor : flavor;
 	hash = ops ? ct_hash_resolve(ops, cfg->hash) : -EINVAL;
 	if (!ops || !tmpl.flavor || hash < 0 ||
@@ -201,7 +204,7 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	tmpl.lookup = ops->read[hash].lookup;
 	tmpl.lookup_batch = ops->read[hash].lookup_batch;
 	tmpl.ops = ops;
-	tmpl.backend = cfg->backend;
+	tmpl.backend = backend;
 	tmpl.max_entries = cfg->max_entries;
 	/*
 	 * Every backend: conntab_remove_key() reads under the read lock on

@@ -9,7 +9,8 @@
  * insert_recycle and timewait; the key builders with NULL. Every bad call
  * gives a clear negative errno (or NULL / nothing found) and leaves the
  * table as it was: after each one, every key is found as before and the
- * counts are unchanged.
+ * counts are unchanged. And the defaults: a zero-initialised config (the
+ * default backend), the header's inline helpers given NULL.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -241,6 +242,74 @@ START_TEST(key_builders_null)
 }
 END_TEST
 
+/*
+ * A zero-initialised config, as the header advises before setting what one
+ * wants: backend 0 is CONNTAB_CHAINED, the documented default, not EINVAL.
+ * The table is chained's: the same buckets and memory as an explicit
+ * chained table of the same keys, and every key found.
+ */
+START_TEST(zeroed_config)
+{
+	struct conntab_config zero, chained;
+	struct conntab_stats sz, sc;
+	struct conntab *tz, *tc;
+	struct tconn c[2][NK];
+	struct conntab_key k;
+	size_t i;
+
+	memset(&zero, 0, sizeof(zero));
+	memset(&chained, 0, sizeof(chained));
+	chained.backend = CONNTAB_CHAINED;
+	errno = 0;
+	tz = conntab_create(&zero);
+	ck_assert_msg(tz, "zeroed config: errno %d", errno);
+	tc = conntab_create(&chained);
+	ck_assert_ptr_nonnull(tc);
+	t_conns_init(c[0], NK);
+	t_conns_init(c[1], NK);
+	for (i = 0; i < NK; i++) {
+		t_key(&k, (uint32_t)i);
+		ck_assert_int_eq(conntab_insert(tz, &c[0][i].node, &k), 0);
+		ck_assert_int_eq(conntab_insert(tc, &c[1][i].node, &k), 0);
+	}
+	for (i = 0; i < NK; i++) {
+		t_key(&k, (uint32_t)i);
+		t_expect_found(tz, &k, &c[0][i].node, CONNTAB_ESTABLISHED);
+	}
+	conntab_stats(tz, &sz);
+	conntab_stats(tc, &sc);
+	ck_assert_uint_eq(sz.entries, NK);
+	ck_assert_uint_eq(sz.buckets, sc.buckets);
+	ck_assert_uint_eq(sz.memory, sc.memory);
+	for (i = 0; i < NK; i++) {
+		ck_assert_int_eq(conntab_remove(tz, &c[0][i].node), 0);
+		ck_assert_int_eq(conntab_remove(tc, &c[1][i].node), 0);
+	}
+	conntab_destroy(tz, NULL);
+	conntab_destroy(tc, NULL);
+	rcu_barrier();
+	/* 0 stays no backend of its own: nothing names or offers it. */
+	ck_assert_int_eq(conntab_backend_available(0), 0);
+}
+END_TEST
+
+/*
+ * The header's inline helpers given NULL: no crash, as conntab(7) says of
+ * every function; a NULL cursor is no pass under way (a loop on it ends).
+ */
+START_TEST(inline_helpers_null)
+{
+	struct conntab_cursor cur;
+
+	conntab_node_init(NULL);
+	ck_assert_int_eq(conntab_cursor_done(NULL), 1);
+	memset(&cur, 0, sizeof(cur));
+	ck_assert_int_eq(conntab_cursor_done(&cur), 1);
+	cur.opaque[5] = 1;
+	ck_assert_int_eq(conntab_cursor_done(&cur), 0);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const per_backend[] = {
@@ -252,6 +321,8 @@ int main(void)
 
 	rcu_register_thread();
 	tcase_add_test(tc, key_builders_null);
+	tcase_add_test(tc, zeroed_config);
+	tcase_add_test(tc, inline_helpers_null);
 	suite_add_tcase(s, tc);
 	t_add_backend_cases(s, per_backend,
 			    sizeof(per_backend) / sizeof(per_backend[0]), 60);

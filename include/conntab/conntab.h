@@ -80,7 +80,12 @@ extern "C" {
 
 struct rcu_flavor_struct;
 
-/** Table implementations; choose one in conntab_config::backend. */
+/**
+ * Table implementations; choose one in conntab_config::backend. 0, a
+ * zero-initialised config's, is no backend of its own: conntab_create()
+ * takes it for CONNTAB_CHAINED, the default (conntab_backend_name() and
+ * conntab_backend_available() know no backend 0).
+ */
 enum conntab_backend {
 	CONNTAB_CHAINED = 1,	/**< fixed-size chained hash, per-bucket locks */
 	CONNTAB_SPLIT,		/**< established + time-wait chains per bucket, one cache line */
@@ -138,7 +143,7 @@ struct conntab_key {
  * share the first 64 bytes, one cache line, so a chain walk touches one
  * line per node; the pair link (conntab_insert_pair()) follows on the next
  * line, where only pair operations and walks read it: 72 bytes since 0.4
- * (libconntab.so.1), when the first line had no room left for it.
+ * (libconntab.so.3), when the first line had no room left for it.
  *
  * All fields are private; read them with conntab_node_key() and
  * conntab_node_state(), initialise with conntab_node_init().
@@ -174,11 +179,13 @@ struct conntab_node {
 
 /** Table parameters for conntab_create(). Zero-initialise, then set. */
 struct conntab_config {
-	enum conntab_backend backend;	/**< implementation */
-	size_t expected;	/**< sizing hint: expected number of entries (0 = small,
+	enum conntab_backend backend;	/**< implementation; 0 = CONNTAB_CHAINED */
+	size_t expected;	/**< sizing hint: expected number of nodes (0 = small,
 				     at most #CONNTAB_MAX_EXPECTED); the hash backends
 				     size their arrays from it, the trie the first wide
-				     node of its root */
+				     node of its root. A pair (conntab_insert_pair())
+				     is two nodes: count 2 per pair, or the hash
+				     backends' chains are twice as long */
 	size_t max_entries;	/**< hard cap, 0 = none; beyond it insert fails -ENOSPC */
 	const uint8_t *secret;	/**< 16-byte hash secret; NULL = random per table */
 	const struct rcu_flavor_struct *flavor;	/**< NULL = the flavor of the urcu
@@ -264,10 +271,13 @@ struct conntab_cursor {
  * from a callback that returned 1 to stop the call (false: the next call
  * goes on after that node). Callbacks that never return 1 need not ask.
  * @param cur a cursor of conntab_scan()
- * @return 1 if @p cur is zeroed, else 0
+ * @return 1 if @p cur is zeroed or NULL (no pass can be under way on no
+ *         cursor: a loop on it ends), else 0
  */
 static inline int conntab_cursor_done(const struct conntab_cursor *cur)
 {
+	if (!cur)
+		return 1;
 	return !(cur->opaque[0] | cur->opaque[1] | cur->opaque[2] |
 		 cur->opaque[3] | cur->opaque[4] | cur->opaque[5]);
 }
@@ -283,11 +293,13 @@ static inline int conntab_cursor_done(const struct conntab_cursor *cur)
 
 /**
  * Prepare a node for its first insert (or for reuse after a grace period).
- * @param n node to initialise
+ * @param n node to initialise; NULL does nothing (the insert that follows
+ *          refuses the NULL node with -EINVAL)
  */
 static inline void conntab_node_init(struct conntab_node *n)
 {
-	memset(n, 0, sizeof(*n));
+	if (n)
+		memset(n, 0, sizeof(*n));
 }
 
 /**
