@@ -243,7 +243,8 @@ int b_report_plot(const char *file);
  * The time budget (bench/budget.c). A section times one implementation
  * on the workloads of @wmask (a bit per enum b_workload: a table several
  * workloads share is charged to each) at size @n; @what says what it
- * does, for the note if it runs out. b_budget_enter() is false when the
+ * does, for the note if it runs out (copied: it need only last until
+ * b_budget_leave()). b_budget_enter() is false when the
  * implementation was stopped on all of them (skip it), b_budget_leave()
  * when the budget ran out during the section (its figures are partial).
  * Long loops poll b_over() and end early.

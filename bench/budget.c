@@ -37,7 +37,12 @@ struct spent {
 	size_t n;
 	uint64_t ns;
 	bool stopped, noted;
-	const char *during;	/* what it was doing when stopped */
+	/*
+	 * What it was doing when stopped, copied: the note is printed after
+	 * the size's workloads, when the caller's string may be gone (it
+	 * was a buffer on bench/stream.c's stack, printed as garbage).
+	 */
+	char during[64];
 };
 
 static struct spent *sp;
@@ -49,7 +54,10 @@ static pthread_cond_t wake;
 static uint64_t deadline;	/* 0: no section running */
 static bool dog_up;
 
-/* The running section: its workloads, implementation and start. */
+/*
+ * The running section: its workloads, implementation and start; @cur_what
+ * is the caller's, valid until b_budget_leave() (copied there if needed).
+ */
 static unsigned long cur_mask;
 static const struct bench_impl *cur_im;
 static size_t cur_n;
@@ -155,7 +163,8 @@ bool b_budget_enter(unsigned long wmask, const struct bench_impl *im,
 		if (b_opts.budget_ns && s->ns >= b_opts.budget_ns &&
 		    !s->stopped) {
 			s->stopped = true;
-			s->during = "its time spent by its repetitions";
+			snprintf(s->during, sizeof(s->during), "%s",
+				 "its time spent by its repetitions");
 		}
 		if (s->stopped)
 			continue;
@@ -201,7 +210,8 @@ bool b_budget_leave(void)
 		s->ns += dt;
 		if (over && !s->stopped) {
 			s->stopped = true;
-			s->during = cur_what;
+			snprintf(s->during, sizeof(s->during), "%s",
+				 cur_what ? cur_what : "");
 		}
 	}
 	__atomic_store_n(&b_budget_over, 0, __ATOMIC_RELAXED);
@@ -225,8 +235,8 @@ void b_budget_notes(void)
 			continue;
 		s->noted = true;
 		/* "during lookup" on the lookup workload says nothing. */
-		during = s->during && strcmp(s->during,
-					     b_workload_names[s->w]) ?
+		during = s->during[0] && strcmp(s->during,
+						b_workload_names[s->w]) ?
 			 s->during : NULL;
 		if (b_opts.json) {
 			printf("{\"stopped\":\"%s\",\"impl\":\"%s\",\"n\":%zu,"
