@@ -51,6 +51,7 @@ struct bench_opts {
 	unsigned int threads;	/* reader threads for churn / grow / timewait */
 	unsigned int reps;	/* repetitions, median reported */
 	bool pin, v6, json, table, quick, zero_secret;
+	bool tsv;		/* --tsv: every result, one line each */
 	bool cpu_clock;		/* time with the thread's CPU clock */
 	bool grown;		/* also every resizing impl grown from empty */
 	double tw_share;	/* lookup tables: share of time-wait entries */
@@ -237,6 +238,8 @@ void b_report_header(void);
 void b_report_flush(void);
 void b_report_targets(void);
 void b_report_summary(void);
+/* The default output: the backends against each other and the peers. */
+void b_report_choose(void);
 int b_report_plot(const char *file);
 
 /*

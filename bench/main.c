@@ -484,9 +484,12 @@ static void usage(FILE *f)
 "                     conntab's tables, which the peers share\n"
 "  --secret zero      all-zero hash secret (default: random, one per run)\n"
 "  --seed S           key generator seed (default: from the clock)\n"
-"  --json             JSON lines instead of tab-separated text\n"
-"  --table            one table per size: workloads x implementations\n"
-"                     (not with --json)\n"
+"  --tsv              every result, one tab-separated line each (the\n"
+"                     default prints one short table: the backends\n"
+"                     against each other and the peers)\n"
+"  --json             every result, JSON lines\n"
+"  --table            every result, one table per size: workloads x\n"
+"                     implementations\n"
 "  --targets          also the developers' performance targets, met or\n"
 "                     missed, after the results\n"
 "  --plot FILE        draw ns/lookup against N, and zipf and trains\n"
@@ -513,6 +516,7 @@ static void parse(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 'T' },
+		{ "tsv", no_argument, NULL, 'Y' },
 		{ "targets", no_argument, NULL, 'X' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "zipf", required_argument, NULL, 'z' },
@@ -628,6 +632,7 @@ static void parse(int argc, char **argv)
 						     "a share");
 			break;
 		case 'T': b_opts.table = true; break;
+		case 'Y': b_opts.tsv = true; break;
 		case 'P':
 			/* gnuplot's terminal follows the name (report.c). */
 			len = strlen(optarg);
@@ -681,6 +686,9 @@ static void parse(int argc, char **argv)
 			"--help)", argv[optind]);
 	if (impls)
 		check_impls(impls);
+	if (b_opts.tsv && (b_opts.json || b_opts.table))
+		bad_opt("--tsv", "not with --json or --table (one format "
+			"at a time)");
 	if (b_opts.json && b_opts.table)
 		bad_opt("--table", "not with --json (a table is for people, "
 			"JSON lines for scripts)");
@@ -814,6 +822,7 @@ int main(int argc, char **argv)
 	else
 		printf("\n# elapsed %.1f s\n",
 		       (double)(b_now_ns() - start) / 1e9);
+	b_report_choose();
 	b_report_summary();
 #ifdef HAVE_DPDK
 	b_rte_fini();

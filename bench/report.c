@@ -82,9 +82,15 @@ static void fmt(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.3g", v);
 }
 
+/* The default output: no row of its own, the short table at the end. */
+static bool short_output(void)
+{
+	return !b_opts.json && !b_opts.table && !b_opts.tsv;
+}
+
 void b_report_header(void)
 {
-	if (!b_opts.json && !b_opts.table)
+	if (b_opts.tsv)
 		printf("workload\timpl\tn\tthreads\tvalue\tunit\t"
 		       "ratio_to_floor\tratio_to_lfht\tmin\tmax\n");
 }
@@ -170,6 +176,11 @@ void b_report_flush(void)
 
 	/* Who ran out of time, before the rows that say "stopped". */
 	b_budget_notes();
+	if (short_output()) {
+		printed = nres;
+		fflush(stdout);
+		return;
+	}
 	if (b_opts.table) {
 		print_table(printed);
 		printed = nres;
@@ -504,6 +515,166 @@ void b_report_targets(void)
  * smaller). A figure either side lacks is left out; a peer stopped by the
  * time budget says so.
  */
+/* @wl's result of @impl at @n: one thread's, else the first. */
+static const struct bench_result *find_any(const char *wl, const char *impl,
+					   size_t n)
+{
+	const struct bench_result *r = find(wl, impl, n, 1);
+	size_t i;
+
+	for (i = 0; !r && i < nres; i++)
+		if (!strcmp(res[i].workload, wl) &&
+		    !strcmp(res[i].impl, impl) && res[i].n == n)
+			r = &res[i];
+	return r && !r->stopped && r->value > 0 ? r : NULL;
+}
+
+/* @a's @wl over @b's, or NAN. */
+static double ratio_of(const char *wl, const char *a, const char *b,
+		       size_t n)
+{
+	const struct bench_result *x = find_any(wl, a, n);
+	const struct bench_result *y = find_any(wl, b, n);
+
+	return x && y ? x->value / y->value : NAN;
+}
+
+/* A flood's lookups (flood-known) over plain lookups, of one @impl. */
+static double flood(const char *impl, size_t n)
+{
+	const struct bench_result *f = find_any("flood-known", impl, n);
+	const struct bench_result *l = find_any("lookup", impl, n);
+
+	return f && l ? f->value / l->value : NAN;
+}
+
+/* "0.52x", or "-" where either side has no figure. */
+static const char *times(char *buf, size_t len, double q)
+{
+	if (isnan(q) || isinf(q))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.2fx", q);
+	return buf;
+}
+
+/*
+ * The default output: at one size (1M when run, else the smallest), one
+ * row per implementation with the figures that tell the backends apart,
+ * then one line per backend saying what it buys, as ratios of this run's
+ * figures. Every figure is also a row of --tsv, --table and --json.
+ */
+void b_report_choose(void)
+{
+	static const struct {
+		const char *wl, *head;
+		double scale;	/* shown: value / scale */
+		enum b_workload w;	/* the workload that makes it */
+	} col[] = {
+		{ "lookup", "lookup", 1, W_LOOKUP },
+		{ "batch16", "batch16", 1, W_BATCH },
+		{ "insert", "insert", 1, W_INSERT },
+		{ "remove", "remove", 1, W_REMOVE },
+		{ "memory", "B/entry", 1, W_MEMORY },
+		{ "grow", "grow", 1, W_GROW },
+		{ "timewait", "tw Mop/s", 1e6, W_TIMEWAIT },
+		{ "prefix", "prefix us", 1, W_PREFIX },
+		{ "flood-known", "flood", 1, W_FLOOD },
+	};
+	const struct bench_impl *im[B_MAX_IMPLS];
+	size_t ni = b_impls(im, B_MAX_IMPLS), n = target_n(), i, j;
+	const char *peer = NULL;
+	double best = NAN;
+	char v[32], a[16], b[16];
+	bool any = false;
+
+	if (!short_output())
+		return;
+	for (i = 0; i < ni && !any; i++)
+		for (j = 0; j < sizeof(col) / sizeof(col[0]); j++)
+			any = any || find_any(col[j].wl, im[i]->name, n) ||
+			      b_budget_stopped(B_W(col[j].w), im[i], n);
+	if (!any)
+		return;
+	printf("\n# backends and peers at n=%zu: ns per lookup, per key in "
+	       "batches of 16, per insert, remove,\n# insert from empty "
+	       "(grow), lookup among keys that collide under a known secret\n"
+	       "# (flood); bytes per entry; million TIME_WAIT transitions "
+	       "a second; us per\n# prefix walk. --table or --tsv: every "
+	       "result\n", n);
+	printf("%-12s", "impl");
+	for (j = 0; j < sizeof(col) / sizeof(col[0]); j++)
+		printf(" %9s", col[j].head);
+	printf("\n");
+	for (i = 0; i < ni; i++) {
+		if (im[i]->flags & BI_UNSIZED)
+			continue;
+		printf("%-12s", im[i]->name);
+		for (j = 0; j < sizeof(col) / sizeof(col[0]); j++) {
+			const struct bench_result *r =
+				find_any(col[j].wl, im[i]->name, n);
+
+			if (r)
+				fmt(v, sizeof(v), r->value / col[j].scale);
+			else if (b_budget_stopped(B_W(col[j].w), im[i], n))
+				snprintf(v, sizeof(v), "stopped");
+			else
+				snprintf(v, sizeof(v), "-");
+			printf(" %9s", v);
+		}
+		printf("\n");
+	}
+	/* The fastest peer's lookup, for chained's line. */
+	for (i = 0; i < ni; i++) {
+		const struct bench_result *r = find_any("lookup", im[i]->name, n);
+
+		if (!(im[i]->flags & (BI_CONNTAB | BI_UNSIZED)) && r &&
+		    (isnan(best) || r->value < best)) {
+			best = r->value;
+			peer = im[i]->name;
+		}
+	}
+	printf("# what each backend buys, this run's ratios (below 1: "
+	       "less time or memory):\n");
+	for (i = 0; i < ni; i++) {
+		const char *name = im[i]->name;
+
+		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_UNSIZED))
+			continue;
+		if (!strcmp(name, "chained") && peer)
+			printf("# chained: speed: lookup %s, insert %s the "
+			       "fastest peer's (%s)\n",
+			       times(a, sizeof(a),
+				     ratio_of("lookup", name, peer, n)),
+			       times(b, sizeof(b),
+				     ratio_of("insert", name, peer, n)), peer);
+		else if (!strcmp(name, "split"))
+			printf("# split: TIME_WAIT in its own chains: %s "
+			       "chained's TIME_WAIT transitions per second, "
+			       "lookup %s\n",
+			       times(a, sizeof(a),
+				     ratio_of("timewait", name, "chained", n)),
+			       times(b, sizeof(b),
+				     ratio_of("lookup", name, "chained", n)));
+		else if (!strcmp(name, "exthash"))
+			printf("# exthash: grows online, no sizing hint: "
+			       "inserts from empty %s lfht's, memory %s "
+			       "chained's\n",
+			       times(a, sizeof(a),
+				     ratio_of("grow", name, "lfht", n)),
+			       times(b, sizeof(b),
+				     ratio_of("memory", name, "chained", n)));
+		else if (!strcmp(name, "trie"))
+			printf("# trie: prefix walks %s chained's; no secret, "
+			       "nothing to flood (chained's lookups, its "
+			       "secret known: %s)\n",
+			       times(a, sizeof(a),
+				     ratio_of("prefix", name, "chained", n)),
+			       times(b, sizeof(b), flood("chained", n)));
+	}
+	fflush(stdout);
+}
+
 void b_report_summary(void)
 {
 	const struct bench_impl *im[B_MAX_IMPLS];

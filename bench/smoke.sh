@@ -19,9 +19,27 @@ has() {
 	echo "$out" | grep -q "$1" || fail "no line matching '$1'"
 }
 
+# The default output: one short table, the backends against each other
+# and the peers, and what each backend buys, as ratios of the run.
+out=$($bench --quick --n 4K --reps 1 --seed 7)
+has '^impl  *lookup  *batch16  *insert  *remove  *B/entry  *grow '
+for b in chained split exthash trie lfht plain; do
+	has "^$b  *[0-9]"
+done
+has '^# chained: speed: lookup [0-9.]*x, insert [0-9.]*x the fastest peer'
+has "^# split: TIME_WAIT in its own chains: [0-9.]*x chained's"
+has "^# exthash: grows online, no sizing hint: inserts from empty [0-9.]*x lfht's, memory [0-9.]*x chained's"
+has "^# trie: prefix walks [0-9.]*x chained's"
+has '^# chained vs lfht '
+echo "$out" | grep -q '	' && fail "default output has tab-separated rows"
+[ "$(echo "$out" | wc -l)" -lt 60 ] ||
+	fail "default output: $(echo "$out" | wc -l) lines, not a short table"
+[ "$(echo "$out" | awk '{ if (length > m) m = length } END { print m }')" \
+	-le 160 ] || fail "default output wider than 160 columns"
+
 # --budget 0: every row must be there, however slow the machine is;
 # --targets: the developers' targets too.
-out=$($bench --quick --budget 0 --n 4K --reps 1 --seed 7 --targets)
+out=$($bench --tsv --quick --budget 0 --n 4K --reps 1 --seed 7 --targets)
 has '^lookup	chained	4096	1	'
 has '^lookup	lfht-jhash	4096	1	'
 has '^grow-misses	lfht-jhash	4096	1	0	'
@@ -70,7 +88,7 @@ has '^# chained vs plain  *lookup '
 # every lookup workload, writes, memory, churn with readers, and the
 # issue 28 targets against rte_hash-mw. They are the last peers.
 last="# chained vs plai"
-if $bench --impl rte_hash --n 1K --reps 1 --workload memory >/dev/null 2>&1
+if $bench --tsv --impl rte_hash --n 1K --reps 1 --workload memory >/dev/null 2>&1
 then
 	last="# chained vs rte_"
 	has '^lookup	rte_hash	4096	1	'
@@ -93,7 +111,7 @@ fi
 	fail "the last line is not conntab against the last peer"
 # rte_hash on IPv6 keys (the 40-byte key), and its jhash choice.
 if [ "$last" = "# chained vs rte_" ]; then
-	out=$($bench --v6 --n 4K --reps 1 --threads 1 \
+	out=$($bench --tsv --v6 --n 4K --reps 1 --threads 1 \
 		--impl rte_hash,rte_hash-mw-jhash --workload lookup,batch,insert)
 	has '^# hash .*rte_hash crc32, rte_hash-mw-jhash jhash'
 	has '^batch16	rte_hash-mw-jhash	4096	1	'
@@ -104,16 +122,16 @@ fi
 # table is left to the exit on purpose (tearing down a crawling peer
 # costs what building it did): LeakSanitizer is told not to count it.
 out=$(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	$bench --n 4K --reps 2 --budget 0.000001 --workload lookup,grow \
+	$bench --tsv --n 4K --reps 2 --budget 0.000001 --workload lookup,grow \
 	--impl chained,lfht)
 has '^# time budget 1e-06 s per workload and implementation'
 has '^# stopped: lfht on grow at n=4096 .*(--budget)'
 has '^# stopped: chained on lookup at n=4096 '
 has '^grow	lfht	4096	1	stopped	ns/op	'
 has '^lookup	chained	4096	1	stopped	ns/op	'
-! $bench --budget -1 2>/dev/null || fail "--budget -1 accepted"
+! $bench --tsv --budget -1 2>/dev/null || fail "--budget -1 accepted"
 # --grown: the resizing implementations again, grown from empty.
-out=$($bench --n 4K --reps 1 --grown --impl chained,exthash,lfht \
+out=$($bench --tsv --n 4K --reps 1 --grown --impl chained,exthash,lfht \
 	--workload lookup,batch,grow --threads 1)
 has '^lookup	exthash-grown	4096	1	'
 has '^batch16	lfht-grown	4096	1	'
@@ -121,24 +139,24 @@ has '^grow	exthash	4096	0	'
 echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
 echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
 # --tw-share: half the entries in TIME_WAIT, looked up by state too.
-out=$($bench --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
+out=$($bench --tsv --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
 has '^lookup-tw	split	4096	1	'
 has '^lookup-est	plain	4096	1	'
 has '^batch16	lfht	4096	1	'
 # The targets are for developers: only with --targets.
 echo "$out" | grep -q '^# targets' && fail "targets without --targets"
 # The trie's worst key sets, for every implementation.
-out=$($bench --keys worst-depth --reps 1 --workload lookup,batch,memory)
+out=$($bench --tsv --keys worst-depth --reps 1 --workload lookup,batch,memory)
 has '^lookup	trie	288	1	'
 has '^depth	trie	288	1	'
 has '^lookup	lfht	288	1	'
-out=$($bench --keys worst-mem --n 4K --reps 1 --workload lookup,memory)
+out=$($bench --tsv --keys worst-mem --n 4K --reps 1 --workload lookup,memory)
 has '^memory	trie	4096	1	'
 has '^lookup	plain	4096	1	'
-! $bench --keys worst-mem --n 4M 2>/dev/null || fail "worst-mem at 4M"
+! $bench --tsv --keys worst-mem --n 4M 2>/dev/null || fail "worst-mem at 4M"
 # --plot: both kinds of panel, when gnuplot is there.
 if command -v gnuplot >/dev/null; then
-	$bench --n 4K --reps 1 --threads 1 --workload lookup,zipf \
+	$bench --tsv --n 4K --reps 1 --threads 1 --workload lookup,zipf \
 		--zipf 0.8,1.2 --plot "$tmp/p.svg" >/dev/null
 	grep -q 'Zipf exponent' "$tmp/p.svg" || fail "no zipf panel"
 	grep -q 'connections (N)' "$tmp/p.svg" || fail "no lookup panel"
@@ -146,7 +164,7 @@ fi
 # --hash: conntab's tables and the peers on one hash, said in the header;
 # flood finds its attack keys for that hash. AES only where it runs.
 for h in siphash aes; do
-	if ! out=$($bench --n 4K --reps 1 --hash $h --threads 1 \
+	if ! out=$($bench --tsv --n 4K --reps 1 --hash $h --threads 1 \
 		--workload lookup,batch,insert,flood,zipf 2>"$tmp/err"); then
 		[ $h = aes ] && grep -q 'not on this CPU' "$tmp/err" && continue
 		fail "--hash $h: $(cat "$tmp/err")"
@@ -155,11 +173,11 @@ for h in siphash aes; do
 	has '^flood-known	lfht	4096	1	'
 	has '^zipf-s1.00-b16	plain	4096	1	'
 done
-! $bench --hash md5 2>/dev/null || fail "--hash md5 accepted"
+! $bench --tsv --hash md5 2>/dev/null || fail "--hash md5 accepted"
 # Objects on huge pages: the same answers (exit status).
-$bench --quick --n 4K --reps 1 --workload lookup,batch,pair \
+$bench --tsv --quick --n 4K --reps 1 --workload lookup,batch,pair \
 	--objects huge >/dev/null || fail "--objects huge"
-! $bench --objects tiny 2>/dev/null || fail "--objects tiny accepted"
+! $bench --tsv --objects tiny 2>/dev/null || fail "--objects tiny accepted"
 # JSON lines are objects, one per line.
 $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 	grep -v '^{.*}$' && fail "a JSON line that is not an object"
@@ -167,7 +185,7 @@ $bench --quick --n 4K --reps 1 --workload lookup,memory --json |
 # pcap: a crafted capture whose every packet has a known fate
 # (bench/pcap-sample.sh), and files that are no capture.
 bash "$srcdir/bench/pcap-sample.sh" >"$tmp/sample.pcap"
-if ! $bench --pcap "$tmp/sample.pcap" --reps 1 >"$tmp/out" 2>"$tmp/err"; then
+if ! $bench --tsv --pcap "$tmp/sample.pcap" --reps 1 >"$tmp/out" 2>"$tmp/err"; then
 	grep -q 'built without libpcap' "$tmp/err" || fail "pcap: $(cat "$tmp/err")"
 	echo "pcap: $(cat "$tmp/err")"
 	exit 0
@@ -193,29 +211,29 @@ has '^pcap-b16	plain	5	2	'
 # The record cut at the end of the file is reported.
 grep -q 'truncated dump file' "$tmp/err" || fail "no word of the cut record"
 # --local turns F2, F3 and F4 to 10.0.0.3's side (bench/pcap-sample.sh).
-out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.3 --reps 1 \
+out=$($bench --tsv --pcap "$tmp/sample.pcap" --local 10.0.0.3 --reps 1 \
 	--impl chained 2>/dev/null)
 count endpoints 4
 count from-local 5
 # --pairs: through a NAT, both directions of each flow one pair; every
 # flow's outside tuple finds its pair and every packet its half.
-out=$($bench --pcap "$tmp/sample.pcap" --pairs --reps 1 2>/dev/null)
+out=$($bench --tsv --pcap "$tmp/sample.pcap" --pairs --reps 1 2>/dev/null)
 has '^pcap-nat-insert	chained	5	1	'
 has '^pcap-nat-insert	plain	5	1	'
 has '^pcap-nat	trie	5	1	'
 has '^pcap-nat-b16	split	5	1	'
-! $bench --pairs 2>/dev/null || fail "--pairs without --pcap"
-out=$($bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/8 --reps 1 \
+! $bench --tsv --pairs 2>/dev/null || fail "--pairs without --pcap"
+out=$($bench --tsv --pcap "$tmp/sample.pcap" --local 10.0.0.0/8 --reps 1 \
 	--impl chained 2>/dev/null)
 count endpoints 5
 # Not a capture; a capture without a TCP or UDP packet; a bad --local.
 echo "not a capture" >"$tmp/text"
-! $bench --pcap "$tmp/text" 2>"$tmp/err" || fail "a text file replayed"
+! $bench --tsv --pcap "$tmp/text" 2>"$tmp/err" || fail "a text file replayed"
 grep -q 'not a capture' "$tmp/err" || fail "text: $(cat "$tmp/err")"
 head -c 24 "$tmp/sample.pcap" >"$tmp/empty.pcap"
-! $bench --pcap "$tmp/empty.pcap" 2>"$tmp/err" || fail "an empty capture"
+! $bench --tsv --pcap "$tmp/empty.pcap" 2>"$tmp/err" || fail "an empty capture"
 grep -q 'no TCP or UDP packet' "$tmp/err" || fail "empty: $(cat "$tmp/err")"
-! $bench --pcap "$tmp/sample.pcap" --local 10.0.0.0/33 2>/dev/null ||
+! $bench --tsv --pcap "$tmp/sample.pcap" --local 10.0.0.0/33 2>/dev/null ||
 	fail "--local 10.0.0.0/33 accepted"
-! $bench --workload pcap 2>/dev/null || fail "pcap without --pcap"
+! $bench --tsv --workload pcap 2>/dev/null || fail "pcap without --pcap"
 exit 0

@@ -57,6 +57,7 @@ refused "--keys: unknown key set 'worst'" --keys worst
 refused "--clock: unknown clock 'tsc'" --clock tsc
 refused '--n: 4194304 is more than worst-mem' --keys worst-mem --n 4M
 refused '--table: not with --json' --table --json
+refused '--tsv: not with --json or --table' --tsv --json
 refused '--frob: unknown option' --frob
 "$bench" --help | grep -q '^  --quick ' || fail "--help has no --quick"
 exit 0

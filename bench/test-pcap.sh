@@ -118,7 +118,7 @@ row() {
 }
 for local in "--local 127.0.0.1" ""; do
 	# shellcheck disable=SC2086 # local: none or two words
-	out=$("$bench" --pcap "$tmp/lo.pcap" $local --reps 1 --threads 2 \
+	out=$("$bench" --tsv --pcap "$tmp/lo.pcap" $local --reps 1 --threads 2 \
 		2>"$tmp/err") || fail "conntab-bench $local: $(cat "$tmp/err")"
 	flows=$(row flows) packets=$(row packets) skipped=$(row skipped)
 	echo "  replay ${local:-(no --local)}: $flows flows, $packets packets," \

@@ -304,7 +304,7 @@ echo "  capture: $captured packets ($dropped dropped), $syns SYNs," \
 brow() { awk -F '\t' -v w="pcap-$1" '$1 == w && $2 == "capture" {
 	printf "%d\n", $5 }' "$tmp/bench"; }
 havebench=0
-if [ -x "$bench" ] && "$bench" --pcap "$tmp/lo.pcap" --reps 1 --quick \
+if [ -x "$bench" ] && "$bench" --tsv --pcap "$tmp/lo.pcap" --reps 1 --quick \
 	--impl chained >"$tmp/bench" 2>/dev/null; then
 	havebench=1
 fi
