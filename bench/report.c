@@ -515,16 +515,20 @@ void b_report_targets(void)
  * smaller). A figure either side lacks is left out; a peer stopped by the
  * time budget says so.
  */
-/* @wl's result of @impl at @n: one thread's, else the first. */
+/*
+ * @wl's result of @impl at @n: one thread's, else the first. The flood
+ * rows are at the flood's own table size (bench/flood.c): any n.
+ */
 static const struct bench_result *find_any(const char *wl, const char *impl,
 					   size_t n)
 {
 	const struct bench_result *r = find(wl, impl, n, 1);
+	bool any_n = !strncmp(wl, "flood", 5);
 	size_t i;
 
 	for (i = 0; !r && i < nres; i++)
 		if (!strcmp(res[i].workload, wl) &&
-		    !strcmp(res[i].impl, impl) && res[i].n == n)
+		    !strcmp(res[i].impl, impl) && (any_n || res[i].n == n))
 			r = &res[i];
 	return r && !r->stopped && r->value > 0 ? r : NULL;
 }
@@ -539,13 +543,15 @@ static double ratio_of(const char *wl, const char *a, const char *b,
 	return x && y ? x->value / y->value : NAN;
 }
 
-/* A flood's lookups (flood-known) over plain lookups, of one @impl. */
+/*
+ * A flood's lookups over lookups of random keys in the same table, of one
+ * @impl (bench/flood.c's flood-protection row).
+ */
 static double flood(const char *impl, size_t n)
 {
-	const struct bench_result *f = find_any("flood-known", impl, n);
-	const struct bench_result *l = find_any("lookup", impl, n);
+	const struct bench_result *f = find_any("flood-protection", impl, n);
 
-	return f && l ? f->value / l->value : NAN;
+	return f ? f->value : NAN;
 }
 
 /* "0.52x", or "-" where either side has no figure. */
@@ -599,9 +605,9 @@ void b_report_choose(void)
 	printf("\n# backends and peers at n=%zu: ns per lookup, per key in "
 	       "batches of 16, per insert, remove,\n# insert from empty "
 	       "(grow), lookup among keys that collide under a known secret\n"
-	       "# (flood); bytes per entry; million TIME_WAIT transitions "
-	       "a second; us per\n# prefix walk. --table or --tsv: every "
-	       "result\n", n);
+	       "# (flood, in a table of its own size); bytes per entry; "
+	       "million TIME_WAIT\n# transitions a second; us per prefix "
+	       "walk. --table or --tsv: every result\n", n);
 	printf("%-12s", "impl");
 	for (j = 0; j < sizeof(col) / sizeof(col[0]); j++)
 		printf(" %9s", col[j].head);
@@ -649,13 +655,16 @@ void b_report_choose(void)
 			       times(b, sizeof(b),
 				     ratio_of("insert", name, peer, n)), peer);
 		else if (!strcmp(name, "split"))
-			printf("# split: TIME_WAIT in its own chains: %s "
-			       "chained's TIME_WAIT transitions per second, "
-			       "lookup %s\n",
+			printf("# split: TIME_WAIT in chains of its own: "
+			       "established lookups among TIME_WAIT entries "
+			       "%s chained's,\n#   TIME_WAIT transitions a "
+			       "second %s chained's\n",
 			       times(a, sizeof(a),
-				     ratio_of("timewait", name, "chained", n)),
+				     ratio_of("lookup-est", name, "chained",
+					      n)),
 			       times(b, sizeof(b),
-				     ratio_of("lookup", name, "chained", n)));
+				     ratio_of("timewait", name, "chained",
+					      n)));
 		else if (!strcmp(name, "exthash"))
 			printf("# exthash: grows online, no sizing hint: "
 			       "inserts from empty %s lfht's, memory %s "
@@ -666,8 +675,9 @@ void b_report_choose(void)
 				     ratio_of("memory", name, "chained", n)));
 		else if (!strcmp(name, "trie"))
 			printf("# trie: prefix walks %s chained's; no secret, "
-			       "nothing to flood (chained's lookups, its "
-			       "secret known: %s)\n",
+			       "nothing to flood (chained's lookups\n#   "
+			       "among keys made for its secret, known: %s "
+			       "its lookups of random keys)\n",
 			       times(a, sizeof(a),
 				     ratio_of("prefix", name, "chained", n)),
 			       times(b, sizeof(b), flood("chained", n)));
