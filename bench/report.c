@@ -554,6 +554,27 @@ static double flood(const char *impl, size_t n)
 	return f ? f->value : NAN;
 }
 
+/*
+ * The concurrent peer (plain aside) with the smallest @wl at @n that has
+ * a figure, or NULL.
+ */
+static const char *best_peer(const struct bench_impl **im, size_t ni,
+			     const char *wl, size_t n)
+{
+	const struct bench_result *r, *best = NULL;
+	size_t i;
+
+	for (i = 0; i < ni; i++) {
+		if (im[i]->flags & (BI_CONNTAB | BI_UNSIZED) ||
+		    !strcmp(im[i]->name, "plain"))
+			continue;
+		r = find_any(wl, im[i]->name, n);
+		if (r && (!best || r->value < best->value))
+			best = r;
+	}
+	return best ? best->impl : NULL;
+}
+
 /* "0.52x", or "-" where either side has no figure. */
 static const char *times(char *buf, size_t len, double q)
 {
@@ -589,9 +610,8 @@ void b_report_choose(void)
 	};
 	const struct bench_impl *im[B_MAX_IMPLS];
 	size_t ni = b_impls(im, B_MAX_IMPLS), n = target_n(), i, j;
-	const char *peer = NULL;
-	double best = NAN;
-	char v[32], a[16], b[16];
+	const char *peer;
+	char v[32], a[16], b[16], c[16];
 	bool any = false;
 
 	if (!short_output())
@@ -630,16 +650,6 @@ void b_report_choose(void)
 		}
 		printf("\n");
 	}
-	/* The fastest peer's lookup, for chained's line. */
-	for (i = 0; i < ni; i++) {
-		const struct bench_result *r = find_any("lookup", im[i]->name, n);
-
-		if (!(im[i]->flags & (BI_CONNTAB | BI_UNSIZED)) && r &&
-		    (isnan(best) || r->value < best)) {
-			best = r->value;
-			peer = im[i]->name;
-		}
-	}
 	printf("# what each backend buys, this run's ratios (below 1: "
 	       "less time or memory):\n");
 	for (i = 0; i < ni; i++) {
@@ -647,32 +657,39 @@ void b_report_choose(void)
 
 		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_UNSIZED))
 			continue;
-		if (!strcmp(name, "chained") && peer)
+		if (!strcmp(name, "chained") &&
+		    (peer = best_peer(im, ni, "lookup", n)))
 			printf("# chained: speed: lookup %s, insert %s the "
-			       "fastest peer's (%s)\n",
+			       "fastest concurrent peer's (%s);\n#   lookup "
+			       "%s plain's (no locks, no RCU)\n",
 			       times(a, sizeof(a),
 				     ratio_of("lookup", name, peer, n)),
 			       times(b, sizeof(b),
-				     ratio_of("insert", name, peer, n)), peer);
+				     ratio_of("insert", name, peer, n)), peer,
+			       times(c, sizeof(c),
+				     ratio_of("lookup", name, "plain", n)));
 		else if (!strcmp(name, "split"))
 			printf("# split: TIME_WAIT in chains of its own: "
 			       "established lookups among TIME_WAIT entries "
-			       "%s chained's,\n#   TIME_WAIT transitions a "
-			       "second %s chained's\n",
+			       "%s chained's,\n#   TIME_WAIT transitions %s "
+			       "as many a second as chained's\n",
 			       times(a, sizeof(a),
 				     ratio_of("lookup-est", name, "chained",
 					      n)),
 			       times(b, sizeof(b),
 				     ratio_of("timewait", name, "chained",
 					      n)));
-		else if (!strcmp(name, "exthash"))
+		else if (!strcmp(name, "exthash")) {
+			peer = best_peer(im, ni, "grow", n);
 			printf("# exthash: grows online, no sizing hint: "
-			       "inserts from empty %s lfht's, memory %s "
-			       "chained's\n",
-			       times(a, sizeof(a),
-				     ratio_of("grow", name, "lfht", n)),
+			       "inserts from empty %s the fastest\n#   "
+			       "resizing peer's (%s), memory %s chained's\n",
+			       times(a, sizeof(a), peer ?
+				     ratio_of("grow", name, peer, n) : NAN),
+			       peer ? peer : "none",
 			       times(b, sizeof(b),
 				     ratio_of("memory", name, "chained", n)));
+		}
 		else if (!strcmp(name, "trie"))
 			printf("# trie: prefix walks %s chained's; no secret, "
 			       "nothing to flood (chained's lookups\n#   "

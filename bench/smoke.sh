@@ -26,10 +26,12 @@ has '^impl  *lookup  *batch16  *insert  *remove  *B/entry  *grow '
 for b in chained split exthash trie lfht plain; do
 	has "^$b  *[0-9]"
 done
-has '^# chained: speed: lookup [0-9.]*x, insert [0-9.]*x the fastest peer'
+has "^# chained: speed: lookup [0-9.]*x, insert [0-9.]*x the fastest concurrent peer's ([a-z_-]*);"
+has "^#   lookup [0-9.]*x plain's (no locks, no RCU)"
 has "^# split: TIME_WAIT in chains of its own: established lookups among TIME_WAIT entries [0-9.]*x chained's"
-has "^#   TIME_WAIT transitions a second [0-9.]*x chained's"
-has "^# exthash: grows online, no sizing hint: inserts from empty [0-9.]*x lfht's, memory [0-9.]*x chained's"
+has "^#   TIME_WAIT transitions [0-9.]*x as many a second as chained's"
+has "^# exthash: grows online, no sizing hint: inserts from empty [0-9.]*x the fastest"
+has "^#   resizing peer's ([a-z_-]*), memory [0-9.]*x chained's"
 has "^# trie: prefix walks [0-9.]*x chained's"
 has "^#   among keys made for its secret, known: [0-9.]*x its lookups of random keys"
 has '^chained  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *-  *[0-9.]*  *[0-9.]*  *[0-9.]*$'
