@@ -13,6 +13,15 @@ EXTRA_DIST += doc/Doxyfile.in scripts/check-doc-links.sh
 TESTS += scripts/check-readme.sh
 EXTRA_DIST += scripts/check-readme.sh
 
+# Every version, soname, file name, command and sample output README.md
+# and doc/*.md quote, against this build (scripts/check-facts.sh): the
+# soname from CONNTAB_LT_VERSION, the symbol versions from the map, the
+# tarball from AC_INIT, each example command run, each sample's format
+# against what the programs print. scripts/demo.sh's last step is the awk
+# program it runs too.
+TESTS += scripts/check-facts.sh
+EXTRA_DIST += scripts/check-facts.sh scripts/demo-summary.awk
+
 # Installed as plain text for readers without the HTML reference, in the
 # layout of the source tree: $(docdir)/README.md, $(docdir)/doc/*.md and
 # the figures they show, $(docdir)/examples/ (examples/local.mk), so that

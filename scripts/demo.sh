@@ -50,7 +50,7 @@ step "real traffic: 1M connections, Zipf(1.0) flows, one thread"
 # One line per backend: ns per lookup one at a time and in batches of 16,
 # on zipf and trains, and zipf one at a time against the faster of the
 # peers lfht and ck_ht (below 1: faster).
-bench/conntab-bench --n 1M --workload floor,zipf,trains --zipf 1.0 \
+bench/conntab-bench --tsv --n 1M --workload floor,zipf,trains --zipf 1.0 \
 	--threads 1 | tee "$build/demo-traffic.out" | awk -F '\t' '
 $1 == "floor" && $2 == "dependent" { floor = $5 }
 $1 ~ /^(zipf|trains)-s1.00(-b16)?$/ && $4 == 1 {
@@ -83,24 +83,5 @@ END {
 }'
 
 step "conntab against each peer"
-# The last lines of both runs (conntab-bench prints conntab against each
-# peer last), joined: one line per peer, the figures of make demo and the
-# zipf one of the traffic run.
-awk '
-FNR == 1 { run++ }
-run == 1 && /^# conntab against each peer/ { head = substr($0, 3) }
-/^# [^ ]+ vs [^ ]+ / {
-	peer = $2 " vs " $4
-	sub(/^# [^ ]+ vs [^ ]+ +/, "")
-	if (run == 1) {
-		order[++n] = peer
-		figs[peer] = $0
-	} else if (peer in figs) {
-		figs[peer] = figs[peer] ", " $0
-	}
-}
-END {
-	print head
-	for (i = 1; i <= n; i++)
-		printf "%-22s %s\n", order[i] ":", figs[order[i]]
-}' "$build/demo.out" "$build/demo-traffic.out"
+# The last lines of both runs, joined: one line per peer.
+awk -f "$src/scripts/demo-summary.awk" "$build/demo.out" "$build/demo-traffic.out"
