@@ -296,7 +296,8 @@ while IFS=$'\t' read -r file line; do
 			ran=$((ran + 1))
 		elif grep -q 'lcore .* unavailable\|invalid core list' "$tmp/dpdk.out"; then
 			fail "${file#"$src/"}: '$line': its lcores:"
-			sed 's/^/  /' "$tmp/dpdk.out" >&2
+			grep -E '^(EAL|dpdk-conntrack):' "$tmp/dpdk.out" |
+				sed 's/^/  /' >&2
 		else
 			note "$name: the EAL cannot start here: not run"
 		fi
