@@ -22,8 +22,10 @@
 #    with those very options (on a free port) and stop cleanly on SIGINT;
 #    a capture run of dpdk-conntrack asks for no more than the 2 CPUs of
 #    the machine the README describes, and runs when the EAL can start;
-#    a `$ ./examples/...` line prints exactly the lines under it, and
-#    examples/minimal the lines the README shows. Every
+#    a `$ ./examples/...` line prints exactly the lines under it,
+#    examples/minimal the lines the README shows, and the servers'
+#    listening, stats and totals lines it shows have the words of those
+#    the servers printed. Every
 #    `conntab-bench ...` gives options its --help lists; every
 #    `make TARGET` is a rule of the build.
 #  - The sample outputs: the demo's last lines (README's Quick start) have
@@ -198,6 +200,7 @@ max_lcore() {
 	tr ',-' '\n\n' <<<"$1" | sort -n | tail -n 1
 }
 
+: >"$tmp/printed"
 ran=0
 while IFS=$'\t' read -r file line; do
 	line=${line%%#*}
@@ -282,6 +285,7 @@ while IFS=$'\t' read -r file line; do
 			sed 's/^/  /' "$tmp/srv.out" >&2
 		}
 		note "ran (port 0): ${file#"$src/"}: $line"
+		cat "$tmp/srv.out" >>"$tmp/printed"
 		ran=$((ran + 1)) ;;
 	dpdk-conntrack)
 		case " ${args[*]} " in
@@ -324,6 +328,28 @@ while IFS= read -r l; do
 		ran=$((ran + 1)) ;;
 	esac
 done <"$tmp/prompts"
+
+# The servers' lines the README shows (their listening, stats and totals
+# lines: "udp-flowd: stats: ...", udp-lb's "flows N pairs N ..."): the
+# words of each as the server printed them above, the figures aside.
+figs() {
+	sed -E 's/[0-9]+(\.[0-9]+)*/N/g'
+}
+awk '/^```/ { code = !code; sh = /^```sh/; next }
+     code && !sh && /^(udp-flowd|udp-lb|tcp-conntrack): [a-z]+[:]? / { print }
+     code && !sh && /^flows [0-9]+ pairs [0-9]+ / { print }' "$readme" |
+	sort -u >"$tmp/shown"
+cmp=0
+while IFS= read -r l; do
+	read -r w1 w2 _ <<<"$l"
+	got=$(grep -F -- "$w1 $w2 " "$tmp/printed" | head -n 1)
+	case $w1 in flows) got=$(grep '^flows [0-9]* pairs ' "$tmp/printed" | head -n 1) ;; esac
+	[ -n "$got" ] || continue	# not printed by a bare start and stop
+	[ "$(figs <<<"$l")" = "$(figs <<<"$got")" ] ||
+		fail "README.md: shows '$l'; the program prints '$got'"
+	cmp=$((cmp + 1))
+done <"$tmp/shown"
+note "$cmp server output lines compared"
 
 # examples/minimal's lines, as the README shows them.
 examples/minimal >"$tmp/minimal" 2>&1 || fail "examples/minimal failed"
