@@ -167,7 +167,7 @@ chained_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
 	for (i = 0; i < CT_SLOTS && !ct_victim_done(v); i++) {
 		if (!bk->slot[i] || !ct_victim_take(v))
 			continue;
-		ct_victim_spend(v);
+		ct_victim_walk(v);
 		ct_victim_offer(v, bk->slot[i], &bk->over, s, &s->lock);
 	}
 	ct_victim_chain(v, &bk->over, s, &s->lock);
@@ -245,6 +245,8 @@ static int chained_insert_common(struct conntab *t, struct conntab_node *n,
 		/* -ENOSPC comes after the key check: the key is absent. */
 		if (err == -ENOSPC && rank) {
 			ct_victim_init(&v, t, rank, arg);
+			v.self = n->ct_peer;
+			v.tries = tries;
 			err = chained_evict(c, s, n, &v, evicted);
 		}
 		ct_unlock_stripe(s);

@@ -29,9 +29,11 @@
  *    more (ct_victim_done()), and at most CT_EVICT_BUDGET units of work
  *    (a place read, a node walked past or ranked: a line each) are spent
  *    thinning; past the budget, every node met is taken, so the sample
- *    still holds CT_EVICT_SAMPLE nodes where the table does. A bucket
- *    of 20,000 nodes (a known secret) costs 8 rank calls and at most
- *    CT_EVICT_BUDGET + 8 nodes walked: tests/test-evict builds it. What
+ *    still holds CT_EVICT_SAMPLE nodes where the table does, and no
+ *    sample walks more than CT_EVICT_WALK nodes, those it cannot take
+ *    (a pair's b half, a claimed node) included. A bucket of 20,000
+ *    nodes (a known secret) costs 8 rank calls: tests/test-evict-sample
+ *    builds it. What
  *    the bound leaves out is the empty places a sample passes, a line
  *    each, where the nodes are far fewer than the places (a cap far
  *    below the sizing hint), as any sample must;
@@ -71,10 +73,16 @@ uint64_t ct_evict_random(void);
  * CT_EVICT_SAMPLE nodes or spent this much.
  */
 #define CT_EVICT_BUDGET	(16 * CT_EVICT_SAMPLE)
+/*
+ * Nodes a sample may walk, also past its budget: the nodes it cannot take
+ * (a pair's b half, a claimed node) count too, so that a bucket of them
+ * cannot make one sample walk without end.
+ */
+#define CT_EVICT_WALK	(2 * CT_EVICT_BUDGET)
 /* Whole tries of an evicting insert whose sample another writer crossed. */
 #define CT_EVICT_RETRIES	1000
 /* Attempts at another lock before the sample goes on without it. */
-#define CT_EVICT_SPIN	256
+#define CT_EVICT_SPIN	256u
 
 /* The best victim of a sample so far, and the lock that holds it. */
 struct ct_victim {
@@ -88,9 +96,12 @@ struct ct_victim {
 	long best;
 	size_t seen;			/* nodes offered to rank */
 	unsigned int work;		/* units spent (CT_EVICT_BUDGET) */
+	unsigned int walked;		/* nodes walked (CT_EVICT_WALK) */
+	const struct conntab_node *self; /* the newcomer's linked half */
 	unsigned int ties;		/* candidates ranked best so far */
 	uint32_t thin;			/* take a node if its draw < thin */
 	bool busy;			/* a lock or a claimed node skipped */
+	unsigned int tries;		/* earlier tries of this insert */
 	bool scan;			/* over budget with nothing: take all */
 	uint64_t rnd;			/* random bits for draws, ... */
 	unsigned int rnd_left;		/* ... 16 at a time */
@@ -125,9 +136,12 @@ static inline void ct_victim_init(struct ct_victim *v,
 	v->best = -1;
 	v->seen = 0;
 	v->work = 0;
+	v->walked = 0;
+	v->self = NULL;
 	v->ties = 0;
 	v->thin = 0x10000;
 	v->busy = false;
+	v->tries = 0;
 	v->scan = false;
 	v->rnd_left = 0;
 }
@@ -164,23 +178,31 @@ static inline void ct_victim_thin_table(struct ct_victim *v,
 }
 
 /*
- * Is the sample over? Once it has ranked CT_EVICT_SAMPLE nodes. Past its
- * budget it takes every node it meets (no more thinning), so that it
- * still ranks CT_EVICT_SAMPLE where the table holds them.
+ * Is the sample over? Once it has ranked CT_EVICT_SAMPLE nodes, or walked
+ * CT_EVICT_WALK. Past its budget it takes every node it meets (no more
+ * thinning), so that it still ranks CT_EVICT_SAMPLE where the table holds
+ * them.
  */
 static inline bool ct_victim_done(struct ct_victim *v)
 {
-	if (v->seen >= CT_EVICT_SAMPLE)
+	if (v->seen >= CT_EVICT_SAMPLE || v->walked >= CT_EVICT_WALK)
 		return true;
 	if (v->work >= CT_EVICT_BUDGET)
 		v->scan = true;
 	return false;
 }
 
-/* Spend a unit: a place read, a node walked. */
+/* Spend a unit: a place read. */
 static inline void ct_victim_spend(struct ct_victim *v)
 {
 	v->work++;
+}
+
+/* Spend a unit on a node: walked past, or read to be ranked. */
+static inline void ct_victim_walk(struct ct_victim *v)
+{
+	v->work++;
+	v->walked++;
 }
 
 /* Take the node at this position into the sample (probability q)? */
@@ -234,7 +256,8 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 	const struct conntab *t = v->t;
 	long r;
 
-	if (ct_node_pair_b(n))
+	/* The newcomer's own half (a pair insert's first link) is no one's. */
+	if (ct_node_pair_b(n) || n == v->self)
 		return;
 	if (__atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t) {
 		v->busy = true;		/* another step's: may leave room */
@@ -274,7 +297,7 @@ static inline void ct_victim_chain(struct ct_victim *v,
 	struct conntab_node *n;
 
 	for (n = *head; !ct_is_nulls(n) && !ct_victim_done(v); n = n->ct_next) {
-		ct_victim_spend(v);
+		ct_victim_walk(v);
 		if (ct_victim_take(v))
 			ct_victim_offer(v, n, head, owner, lock);
 	}
@@ -292,7 +315,11 @@ static inline bool ct_victim_trylock(struct ct_victim *v, uint32_t *lock,
 
 	if (lock == own || lock == v->lock)
 		return true;
-	for (i = 0; i < CT_EVICT_SPIN; i++) {
+	/*
+	 * Longer on each try of the same insert: against an evictor that
+	 * keeps one lock hot, a short spin could lose every time.
+	 */
+	for (i = 0; i < CT_EVICT_SPIN << (v->tries < 8u ? v->tries : 8u); i++) {
 		if (ct_spin_trylock(lock)) {
 			ct_delay(CT_DP_EVICT_LOCK_OTHER);
 			return true;
@@ -331,7 +358,9 @@ static inline void ct_victim_unlock(const struct ct_victim *v,
  * the insert found the table full (a remove, a failed insert's
  * reservation given back); pausing longer each time, and yielding the
  * processor after the first few, so that a preempted holder gets to run.
- * Each try follows another writer's step; CT_EVICT_RETRIES bounds them
+ * A sample that ranked nothing at all in a full table tries again too:
+ * it is no snapshot, and another eviction moved the nodes past it. Each
+ * try follows another writer's step; CT_EVICT_RETRIES bounds them
  * all the same (a livelock of two evictions that keep meeting each
  * other's lock is not impossible, only vanishingly unlikely). What
  * remains of -ENOSPC: every node the sample ranked (CT_EVICT_SAMPLE, or
@@ -344,8 +373,14 @@ static inline bool ct_evict_again(const struct ct_victim *v,
 	const struct conntab *t = v->t;
 	unsigned int i;
 
-	if (!v->busy && __atomic_load_n(&t->reserved, __ATOMIC_RELAXED) >=
-			t->max_entries)
+	/*
+	 * Not a snapshot: a sample that ranked nothing in a full table saw
+	 * its nodes move under it (another eviction took a node from a
+	 * place it had yet to visit into one it had passed), which is as
+	 * good as meeting that writer.
+	 */
+	if (!v->busy && v->seen &&
+	    __atomic_load_n(&t->reserved, __ATOMIC_RELAXED) >= t->max_entries)
 		return false;
 	if (++*tries > CT_EVICT_RETRIES)
 		return false;

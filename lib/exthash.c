@@ -1282,6 +1282,8 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 		if (!g->dead)
 			xh_sample_seg(g, (unsigned int)r,
 				      g == s ? head : NULL, v);
+		else
+			v->busy = true;	/* its nodes moved under way */
 		/* A victim found here drops the one kept elsewhere. */
 		ct_victim_settle(v, &g->lock, prev, &s->lock);
 	}
@@ -1317,6 +1319,8 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 		/* -ENOSPC comes after the key check: the key is absent. */
 		if (err == -ENOSPC && rank) {
 			ct_victim_init(&v, t, rank, arg);
+			v.self = n->ct_peer;
+			v.tries = tries;
 			if (xh_evict(x, s, head, o, &v)) {
 				ct_chain_push(head, n);
 				d.entries++;

@@ -220,6 +220,8 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 		err = split_insert_locked(t, s, n, NULL);
 		if (err == -ENOSPC) {
 			ct_victim_init(&v, t, rank, arg);
+			v.self = n->ct_peer;
+			v.tries = tries;
 			ct_victim_thin_table(&v, t, nb);
 			if (ct_heads_sample(sp->heads, nb, 2, &sp->locks, s,
 					    h & sp->mask, &v)) {

@@ -54,6 +54,7 @@
  * may find both for an instant, as a walk may meet any node that is
  * removed while it runs.
  */
+#include <sched.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +117,7 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 	struct ct_trie *tr = ct_trie(t);
 	uint8_t sv[CT_KEY_STR_BUF];
 	struct conntab_node *v;
-	unsigned int spins = 0;
+	unsigned int spins = 0, tries = 0;
 	size_t offered;
 	int err;
 
@@ -159,7 +160,16 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 			return -ENOSPC;
 		if (!err)
 			break;
-		/* gone, or another eviction's: room, or another sample */
+		/*
+		 * Gone, or another eviction's: room, or another sample. That
+		 * eviction ends within its call; yield to it after the first
+		 * few tries, so that a preempted one runs and this loop does
+		 * not rank sample after sample meanwhile.
+		 */
+		if (++tries > 4)
+			sched_yield();
+		else
+			ct_spin_pause(&spins);
 	}
 	ct_delay(CT_DP_TR_EVICT_HELD);
 	err = ct_t_insert(tr, n, NULL, true);

@@ -6,7 +6,9 @@
  *                 calls at most on a table at 64 times its sizing hint,
  *                 and, for the fixed backends, on a bucket that a known
  *                 secret flooded with 20,000 keys (the newcomer in that
- *                 bucket, and one elsewhere);
+ *                 bucket, and one elsewhere); a pair refused at once at
+ *                 a cap of one assured node (its own first half is no
+ *                 other writer's step to try again for);
  *   evict-fair    the candidates are a fair sample: a table of 4,096
  *                 keys, one in sixteen assured, through 20,000 evicting
  *                 inserts at equal ranks that put the victim's key back:
@@ -45,6 +47,15 @@ static long rank_count(struct conntab_node *n, void *arg)
 	(void)arg;
 	rank_calls++;
 	return 1;
+}
+
+/* Every node assured: counted, never evicted. */
+static long rank_never(struct conntab_node *n, void *arg)
+{
+	(void)n;
+	(void)arg;
+	rank_calls++;
+	return -1;
 }
 
 /*
@@ -178,6 +189,44 @@ START_TEST(evict_bound)
 	ck_assert_uint_le(most, 8);
 	conntab_destroy(t, release_free);
 	pool_fini(&p);
+
+	/*
+	 * (c) A pair at a cap of one assured node: its first half, linked
+	 * and claimed by the insert itself, is not another writer's step
+	 * to wait for; -ENOSPC after one sample (the assured node's rank).
+	 */
+	{
+		struct conntab_config pc = { .backend = B, .hash = t_hash,
+					      .max_entries = 1 };
+		struct tconn *one = t_conn_new(0), *a = t_conn_new(1),
+			     *b = t_conn_new(2);
+		struct conntab_node *ev = NULL;
+		struct conntab_key ka, kb;
+
+		t = conntab_create(&pc);
+		ck_assert_ptr_nonnull(t);
+		t_key(&k, 0);
+		ck_assert_int_eq(conntab_insert(t, &one->node, &k), 0);
+		/* The lower key on a: linked first. */
+		t_key(&ka, 1);
+		t_key(&kb, 2);
+		if (memcmp(&ka, &kb, sizeof(ka)) > 0) {
+			struct conntab_key tmp = ka;
+
+			ka = kb;
+			kb = tmp;
+		}
+		rank_calls = 0;
+		ck_assert_int_eq(conntab_insert_pair_evict(t, &a->node, &ka,
+							   &b->node, &kb,
+							   rank_never, NULL,
+							   &ev), -ENOSPC);
+		ck_assert_ptr_null(ev);
+		ck_assert_uint_le(rank_calls, 8);
+		conntab_destroy(t, release_free);
+		t_conn_free_now(a);
+		t_conn_free_now(b);
+	}
 	if (B != CONNTAB_CHAINED && B != CONNTAB_SPLIT)
 		return;
 

@@ -592,9 +592,11 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * library offers @p rank a sample of at least 8 nodes (all of them when
  * the table holds fewer), chosen without regard to their keys' values,
  * each node about equally likely to be in it, at a cost of O(sample)
- * cache misses whatever the keys (8 rank calls, and a bounded walk: a
- * sample of a bucket that a known secret flooded stops as soon), and no
- * scan of the table. Ties among the best ranks go to a uniform choice.
+ * cache misses whatever the keys (8 rank calls a sample, and a bounded
+ * walk: a sample of a bucket that a known secret flooded stops as soon),
+ * and no scan of the table (but for the empty buckets between its few
+ * nodes where a cap is far below the sizing hint). Ties among the best
+ * ranks go to a uniform choice.
  * Parts of the table whose lock another writer holds for longer than a
  * short spin are left out of the sample rather than waited for (two
  * evictions could wait for each other), and so is a pair in another
