@@ -158,6 +158,21 @@ struct conntab_ops {
 	 */
 	struct ct_read_ops read[CT_NHASH];
 	/*
+	 * conntab_lookup_hashed(): the lookup with the keyed hash @h given
+	 * (the unhashed trie ignores it): the hash backends' find(t, h, k)
+	 * that their lookups inline (hash-ops.h). Any @h is safe: a node
+	 * is returned only if its stored hash is @h and its key is @k, so a
+	 * wrong @h misses and never finds another key's node.
+	 */
+	struct conntab_node *(*lookup_hashed)(struct conntab *t, uint32_t h,
+					      const struct conntab_key *k);
+	/*
+	 * Optional, conntab_prefetch(): prefetch what a lookup of hash @h
+	 * reads first (the batch's bucket step). Under the read lock, as the
+	 * lookup it prepares (exthash reads its directory); any @h.
+	 */
+	void (*prefetch_hashed)(struct conntab *t, uint32_t h);
+	/*
 	 * Allocate and initialise a table whose head is a copy of @tmpl.
 	 * NULL with errno set on failure.
 	 */

@@ -385,12 +385,19 @@ static inline int ct_insert_op(struct conntab *t, struct conntab_node *n,
  * the key, then the backend's @op (insert, or insert_evict with @rank).
  * Inlined into the fast path and the cold one alike: as a call of its
  * own it cost the fast path more than the check that chooses.
+ *
+ * @hashed: conntab_insert_hashed()'s hash, NULL for the other calls. It
+ * is checked against the hash computed here anyway, before the claim, so
+ * a wrong one leaves @n and the table as they were: a node linked under
+ * a wrong hash would sit where no lookup of its key looks, and a second
+ * node of the key could then be linked beside it.
  */
 static inline __attribute__((always_inline)) int
 ct_insert_counted(struct conntab *t, struct conntab_node *n,
 		  const struct conntab_key *key,
 		  struct conntab_node **recycled, ct_rank_fn rank,
-		  void *rank_arg, struct conntab_node **evicted)
+		  void *rank_arg, struct conntab_node **evicted,
+		  const uint64_t *hashed)
 {
 	uint32_t h = 0;
 	int err;
@@ -401,8 +408,11 @@ ct_insert_counted(struct conntab *t, struct conntab_node *n,
 	 * node's (cold) line would otherwise hold them back until its own
 	 * is done.
 	 */
-	if (!t->ops->unhashed)
+	if (!t->ops->unhashed) {
 		h = ct_hash_key(t, key);
+		if (hashed && *hashed != h)
+			return -EINVAL;
+	}
 	if (t->ops->prefetch)
 		t->ops->prefetch(t, key, h);
 	__builtin_prefetch(n, 1);
@@ -437,7 +447,8 @@ ct_insert_uncounted(struct conntab *t, struct conntab_node *n,
 	int held, err;
 
 	held = ct_writer_enter(t, "an insert");
-	err = ct_insert_counted(t, n, key, recycled, rank, rank_arg, evicted);
+	err = ct_insert_counted(t, n, key, recycled, rank, rank_arg, evicted,
+				NULL);
 	ct_writer_exit(t->flavor, held);
 	return err;
 }
@@ -452,7 +463,7 @@ static int ct_insert(struct conntab *t, struct conntab_node *n,
 		return -EINVAL;
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_insert_counted(t, n, key, recycled, rank, rank_arg,
-					 evicted);
+					 evicted, NULL);
 	return ct_insert_uncounted(t, n, key, recycled, rank, rank_arg,
 				   evicted);
 }
@@ -667,6 +678,110 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 		return 0;
 	CT_READER_CHECK(t, "conntab_lookup_batch()");
 	return t->lookup_batch(t, keys, out, n);
+}
+
+/*
+ * The hashed operations (conntab_lookup_hashed(3)): a pipeline hashes a
+ * packet's key once, prefetches, looks up and inserts on a miss with that
+ * one hash. The hash is the one stored in n->ct_hash: the table's keyed
+ * hash, 0 for the trie, which indexes by the key and ignores it.
+ */
+CONNTAB_API uint64_t conntab_hash(const struct conntab *t,
+				  const struct conntab_key *key)
+{
+	if (!t || !key || !ct_key_valid(key)) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (t->ops->unhashed)
+		return 0;
+	return ct_hash_key(t, key);
+}
+
+CONNTAB_API void conntab_prefetch(const struct conntab *t, uint64_t hash)
+{
+	if (!t || !t->ops->prefetch_hashed)
+		return;
+	CT_READER_CHECK(t, "conntab_prefetch()");
+	/* Reads the table (exthash: its directory), writes nothing. */
+	t->ops->prefetch_hashed((struct conntab *)t, (uint32_t)hash);
+}
+
+/*
+ * Any hash is safe: the backend returns a node only if its stored hash
+ * and its key are those asked for (conntab-int.h). Bits above the 32 of
+ * the stored hash are ignored.
+ */
+CONNTAB_API struct conntab_node *
+conntab_lookup_hashed(struct conntab *t, const struct conntab_key *key,
+		      uint64_t hash)
+{
+	if (__builtin_expect(!t || !key, 0))
+		return NULL;
+	CT_READER_CHECK(t, "conntab_lookup_hashed()");
+	return t->ops->lookup_hashed(t, (uint32_t)hash, key);
+}
+
+/*
+ * conntab_insert_hashed() on a thread the flavor counts (as a reader
+ * where @existing is wanted). On -EEXIST the node that holds the key is
+ * looked up under the read lock: the backend's insert saw a node but
+ * returns none (its lock is gone by then, and so may the node be). If
+ * the lookup finds none, another writer removed the key in between, and
+ * the insert is tried again; each retry follows another writer's
+ * success, so the loop ends. The answer is then what the table held at
+ * the lookup: -EEXIST with the node found there. That node stays valid
+ * after our read_unlock() only inside the caller's own read-side
+ * critical section (the read lock nests; QSBR: the caller is online and
+ * passes no quiescent state), as the result of any lookup.
+ */
+static int ct_insert_hashed_counted(struct conntab *t, struct conntab_node *n,
+				    const struct conntab_key *key,
+				    uint64_t hash,
+				    struct conntab_node **existing)
+{
+	struct conntab_node *x;
+	int err;
+
+	for (;;) {
+		err = ct_insert_counted(t, n, key, NULL, NULL, NULL, NULL,
+					&hash);
+		if (err != -EEXIST || !existing)
+			return err;
+		/* The hash is right: the insert checked it. */
+		t->flavor->read_lock();
+		x = t->ops->lookup_hashed(t, (uint32_t)hash, key);
+		t->flavor->read_unlock();
+		if (x) {
+			*existing = x;
+			return -EEXIST;
+		}
+	}
+}
+
+CONNTAB_API int conntab_insert_hashed(struct conntab *t,
+				      struct conntab_node *n,
+				      const struct conntab_key *key,
+				      uint64_t hash,
+				      struct conntab_node **existing)
+{
+	int held, err;
+
+	if (existing)
+		*existing = NULL;
+	if (!t || !n || !key || !ct_key_valid(key))
+		return -EINVAL;
+	/*
+	 * With @existing the call also reads under the read lock: counted
+	 * as a reader on every backend, as conntab_remove_key().
+	 */
+	if (__builtin_expect(existing ? ct_reader_counted(t) :
+					ct_writer_counted(t), 1))
+		return ct_insert_hashed_counted(t, n, key, hash, existing);
+	held = ct_thread_enter(t, "conntab_insert_hashed()", existing != NULL);
+	err = ct_insert_hashed_counted(t, n, key, hash, existing);
+	ct_writer_exit(t->flavor, held);
+	return err;
 }
 
 /*

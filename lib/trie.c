@@ -259,6 +259,14 @@ static void trie_resize_stats(struct conntab *t,
 		rs->dir_slots = (size_t)1 << (geo & 0xff);
 }
 
+/* conntab_lookup_hashed(): the trie indexes by the key, the hash is unused. */
+static struct conntab_node *trie_lookup_hashed(struct conntab *t, uint32_t h,
+					       const struct conntab_key *k)
+{
+	(void)h;
+	return ct_trie_lookup(t, k);
+}
+
 const struct conntab_ops ct_trie_ops = {
 	.unhashed	= true,
 	.registered_writers = true,	/* retires nodes through call_rcu */
@@ -270,6 +278,7 @@ const struct conntab_ops ct_trie_ops = {
 		[CONNTAB_HASH_SIPHASH]	= { ct_trie_lookup, ct_trie_lookup_batch },
 		[CONNTAB_HASH_AES]	= { ct_trie_lookup, ct_trie_lookup_batch },
 	},
+	.lookup_hashed	= trie_lookup_hashed,
 	.remove		= ct_trie_remove,
 	.timewait	= ct_trie_timewait,
 	.walk		= ct_trie_walk,

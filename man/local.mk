@@ -40,6 +40,10 @@ dist_man3_MANS = \
 	man/man3/conntab_key_format.3 \
 	man/man3/conntab_lookup.3 \
 	man/man3/conntab_lookup_batch.3 \
+	man/man3/conntab_lookup_hashed.3 \
+	man/man3/conntab_hash.3 \
+	man/man3/conntab_prefetch.3 \
+	man/man3/conntab_insert_hashed.3 \
 	man/man3/conntab_node_init.3 \
 	man/man3/conntab_node_key.3 \
 	man/man3/conntab_node_state.3 \

@@ -440,6 +440,68 @@ CONNTAB_API size_t conntab_lookup_batch(struct conntab *t,
 					struct conntab_node **out, size_t n);
 
 /**
+ * The table's keyed hash of a key, for the hashed calls below: a caller
+ * that handles a burst in stages hashes each key once, prefetches with
+ * conntab_prefetch(), looks up with conntab_lookup_hashed() and inserts a
+ * miss with conntab_insert_hashed(). The value is valid for @p t only:
+ * never stable across tables, processes or restarts. Any thread; no lock.
+ * @param t   table
+ * @param key key
+ * @return the hash; 0 for CONNTAB_TRIE, which computes none (and ignores
+ *         the hash in the calls below); 0 with errno EINVAL for NULL
+ *         arguments or a malformed key (a valid hash may be 0 too: clear
+ *         errno first to tell)
+ */
+CONNTAB_API uint64_t conntab_hash(const struct conntab *t,
+				  const struct conntab_key *key);
+
+/**
+ * Prefetch what a lookup of @p hash reads first (its bucket), so that the
+ * miss overlaps other work, as conntab_lookup_batch() overlaps its keys'.
+ * A hint: no effect on any result, cheap for any value of @p hash, nothing
+ * for CONNTAB_TRIE. Call it inside the read-side critical section of the
+ * lookup it prepares, as a reader (debug builds check).
+ * @param t    table (NULL is ignored)
+ * @param hash conntab_hash() of the key to be looked up
+ */
+CONNTAB_API void conntab_prefetch(const struct conntab *t, uint64_t hash);
+
+/**
+ * conntab_lookup() of @p key with its hash computed beforehand: the same
+ * result and rules (the caller holds the RCU read lock while it uses the
+ * result) when @p hash is conntab_hash(@p t, @p key). A wrong @p hash may
+ * miss a present key; it never returns a node of another key.
+ * @param t    table
+ * @param key  key to find
+ * @param hash conntab_hash() of @p key (ignored by CONNTAB_TRIE)
+ * @return the node, or NULL if absent (or on NULL arguments)
+ */
+CONNTAB_API struct conntab_node *conntab_lookup_hashed(struct conntab *t,
+						       const struct conntab_key *key,
+						       uint64_t hash);
+
+/**
+ * conntab_insert() with the key's hash computed beforehand, handing back
+ * the node that holds the key when it is present: a miss of
+ * conntab_lookup_hashed() that another thread has filled meanwhile is
+ * resolved in the same call. A wrong @p hash is refused, the table and
+ * @p n unchanged (CONNTAB_TRIE takes any).
+ * @param t        table
+ * @param n        node, initialised with conntab_node_init(), in no table
+ * @param key      copied into @p n
+ * @param hash     conntab_hash(@p t, @p key)
+ * @param existing (may be NULL) set on -EEXIST to the node that held
+ *                 @p key (either state) at a moment during the call, else
+ *                 to NULL. It is a lookup's result: the caller holds the
+ *                 RCU read lock across the call and while it uses it.
+ * @return as conntab_insert(); -EINVAL also for a wrong @p hash
+ */
+CONNTAB_API int conntab_insert_hashed(struct conntab *t, struct conntab_node *n,
+				      const struct conntab_key *key,
+				      uint64_t hash,
+				      struct conntab_node **existing);
+
+/**
  * Unlink a node. Free or reuse it only after a grace period. For half of
  * a pair (conntab_insert_pair()) both halves are unlinked, in one writer
  * step; the caller frees the object that embeds them once.
