@@ -109,6 +109,17 @@ tests_test_pair_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_pair_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_pair_LDADD = $(T_MEMB_LDADD)
 
+# The hashed operations (conntab_lookup_hashed(3)): the plain calls'
+# results with the right hash, wrong hashes never finding another key's
+# node nor linked, -EEXIST handing back the key's node, also to the loser
+# of a race between two inserters.
+check_PROGRAMS += tests/test-hashed
+TESTS += tests/test-hashed
+tests_test_hashed_SOURCES = tests/test-hashed.c $(T_HELPERS)
+tests_test_hashed_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_hashed_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_hashed_LDADD = $(T_MEMB_LDADD)
+
 # The same library under every flavor: one source, built per flavor,
 # linking that flavor's library only.
 tests_test_flavor_memb_SOURCES = tests/test-flavor.c $(T_COMMON)
