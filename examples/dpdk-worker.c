@@ -4,8 +4,11 @@
  *
  *   for (;;) {
  *           burst = dequeue (or receive) up to 32 packets
- *           look the whole burst up: conntab_lookup_batch()
- *           per packet: create, follow TCP, time-wait on close
+ *           hash every key once: conntab_hash(); prefetch its bucket:
+ *           conntab_prefetch()
+ *           per packet: conntab_lookup_hashed(); create (inserting with
+ *           the same hash: conntab_insert_hashed()), follow TCP,
+ *           time-wait on close
  *           conntab_scan() a few nodes: expire the idle ones
  *           rcu_quiescent_state()
  *   }
@@ -142,12 +145,12 @@ static struct conn *conn_new(struct wctx *x, enum conn_state s,
 }
 
 /*
- * Link @c under @k, replacing the TIME_WAIT node @tw if there is one.
- * Returns the node that holds @k now (c's, or NULL when @c could not go
- * in: counted, @c freed; it was never visible).
+ * Link @c under @k (hash @h), replacing the TIME_WAIT node @tw if there
+ * is one. Returns the node that holds @k now (c's, or NULL when @c could
+ * not go in: counted, @c freed; it was never visible).
  */
 static struct conntab_node *conn_link(struct wctx *x, struct conn *c,
-				      const struct conntab_key *k,
+				      const struct conntab_key *k, uint64_t h,
 				      struct conntab_node *tw)
 {
 	struct conntab_node *old = NULL;
@@ -159,12 +162,18 @@ static struct conntab_node *conn_link(struct wctx *x, struct conn *c,
 		ret = conntab_insert_evict(x->t, &c->node, k, evict_rank, x,
 					   &old);
 	else
-		ret = conntab_insert(x->t, &c->node, k);
+		/*
+		 * The burst's hash, not a second one. Were a flow's packets
+		 * spread over workers, two could create it at once: the
+		 * loser gets the winner's node here (old) and goes on with
+		 * it, in the read-side critical section of its burst.
+		 */
+		ret = conntab_insert_hashed(x->t, &c->node, k, h, &old);
 	if (ret) {
 		free(c);
 		if (ret == -EEXIST) {	/* only we insert k: not expected */
 			x->st->hits++;
-			return conntab_lookup(x->t, k);
+			return old ? old : conntab_lookup(x->t, k);
 		}
 		x->st->insert_fail++;
 		return NULL;
@@ -230,11 +239,12 @@ static void tcp_update(struct wctx *x, struct conn *c,
 }
 
 /*
- * One packet, whose key @k the batch found at @n (NULL: absent). Returns
- * the node that holds @k afterwards, for the rest of the burst.
+ * One packet, whose key @k (hash @h) the lookup found at @n (NULL:
+ * absent). Returns the node that holds @k afterwards, for the rest of
+ * the burst.
  */
 static struct conntab_node *track(struct wctx *x, const struct conntab_key *k,
-				  const struct ct_meta *pm,
+				  uint64_t h, const struct ct_meta *pm,
 				  struct conntab_node *n)
 {
 	uint8_t f = pm->tcp_flags;
@@ -254,7 +264,7 @@ static struct conntab_node *track(struct wctx *x, const struct conntab_key *k,
 			x->st->insert_fail++;
 			return n;
 		}
-		n = conn_link(x, c, k, n);
+		n = conn_link(x, c, k, h, n);
 		if (n == &c->node) {
 			x->st->tcp_new++;
 			x->st->syn++;
@@ -279,7 +289,7 @@ static struct conntab_node *track(struct wctx *x, const struct conntab_key *k,
 			x->st->insert_fail++;
 			return NULL;
 		}
-		n = conn_link(x, c, k, NULL);
+		n = conn_link(x, c, k, h, NULL);
 		if (n == &c->node)
 			x->st->udp_new++;
 		return n;
@@ -300,7 +310,7 @@ static struct conntab_node *track(struct wctx *x, const struct conntab_key *k,
 		x->st->insert_fail++;
 		return NULL;
 	}
-	n = conn_link(x, c, k, NULL);
+	n = conn_link(x, c, k, h, NULL);
 	if (n != &c->node)
 		return n;
 	x->st->tcp_new++;
@@ -358,19 +368,31 @@ static void track_burst(struct wctx *x, struct rte_mbuf **pkts,
 	struct conntab_key keys[CT_BURST];
 	struct conntab_node *out[CT_BURST];
 	struct ct_meta *pm[CT_BURST];
+	uint64_t hash[CT_BURST];
 	struct conntab_node *now;
 	unsigned int i, j;
 
+	/* Each key hashed once, for its lookup and its insert. */
 	for (i = 0; i < n; i++) {
 		pm[i] = ct_meta(pkts[i]);
 		keys[i] = pm[i]->key;
+		hash[i] = conntab_hash(x->t, &keys[i]);
 		if (pm[i]->ts_ns > x->now)
 			x->now = pm[i]->ts_ns;
 	}
 	rcu_read_lock();
-	conntab_lookup_batch(x->t, keys, out, n);
+	/*
+	 * Every bucket of the burst asked for before the first lookup
+	 * waits on one, so that their misses overlap, as in
+	 * conntab_lookup_batch(); unlike the batch, each key's hash stays
+	 * for its insert on a miss.
+	 */
+	for (i = 0; i < n; i++)
+		conntab_prefetch(x->t, hash[i]);
+	for (i = 0; i < n; i++)
+		out[i] = conntab_lookup_hashed(x->t, &keys[i], hash[i]);
 	for (i = 0; i < n; i++) {
-		now = track(x, &keys[i], pm[i], out[i]);
+		now = track(x, &keys[i], hash[i], pm[i], out[i]);
 		if (now == out[i])
 			continue;
 		/*
