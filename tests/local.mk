@@ -432,3 +432,8 @@ AM_TESTS_ENVIRONMENT += CT_CC='$(CC)' \
 	CT_CFLAGS='-I$(abs_top_srcdir)/include $(URCU_CFLAGS) \
 	$(URCU_QSBR_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN_CFLAGS)'; \
 	export CT_CC CT_CFLAGS;
+
+# test-hashed under ThreadSanitizer too (make check-tsan, above): its
+# inserters racing on the same keys, with and without a remover.
+TSAN_CHECK_TESTS += tests/test-hashed
+TSAN_CHECK_PROGS += tests/test-hashed
