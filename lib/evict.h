@@ -33,12 +33,13 @@
  *    sample walks more than CT_EVICT_WALK nodes, those it cannot take
  *    (a pair's b half, a claimed node) included. A bucket of 20,000
  *    nodes (a known secret) costs 8 rank calls: tests/test-evict-sample
- *    builds it. What
- *    the bound leaves out is the empty places a sample passes, a line
- *    each, where the nodes are far fewer than the places (a cap far
- *    below the sizing hint), as any sample must;
+ *    builds it. The bound is per sample: an insert that tries again
+ *    (below) samples again. What it leaves out is the empty places a
+ *    sample passes, a line each, where the nodes are far fewer than the
+ *    places (a cap far below the sizing hint), as any sample must;
  *  - deadlock-free: the newcomer's lock is held throughout, every other
- *    lock is only try-locked, for a short spin (CT_EVICT_SPIN attempts:
+ *    lock is only try-locked, for a short spin (CT_EVICT_SPIN attempts,
+ *    doubled on each try of the same insert up to 256 times that:
  *    writers hold a lock for a few hundred nanoseconds), and one still
  *    busy after it is skipped; at most one of those locks is kept, the
  *    one that holds the best victim so far. A sample that found no
@@ -65,12 +66,13 @@
 /* A random number for the sample's start (not secret: see above). */
 uint64_t ct_evict_random(void);
 
-/* Nodes ranked in a sample, at most (and the rule: at least as many, budget allowing). */
+/* Nodes a sample ranks: at most, and as many where the table holds them. */
 #define CT_EVICT_SAMPLE	8
 /*
  * Work units of a sample: a place (bucket line, chain head) read, a node
- * walked past or ranked, a unit each. A sample stops once it has ranked
- * CT_EVICT_SAMPLE nodes or spent this much.
+ * walked past or ranked, a unit each. Past this much the sample stops
+ * thinning and takes every node it meets; it stops once it has ranked
+ * CT_EVICT_SAMPLE nodes or walked CT_EVICT_WALK.
  */
 #define CT_EVICT_BUDGET	(16 * CT_EVICT_SAMPLE)
 /*
