@@ -277,7 +277,7 @@ tests_fuzz_replay_SOURCES = tests/fuzz/fuzz-ops.c
 tests_fuzz_replay_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) -DFUZZ_STANDALONE
 tests_fuzz_replay_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/regress
 
 FUZZ_SECONDS = 60
 fuzz:

@@ -818,11 +818,20 @@ static void op_bad(void)
 		raw(&r, sizeof(r));
 		cfg.backend = (enum conntab_backend)r;
 		cfg.flavor = &rcu_flavor;
-		if (!conntab_backend_available(cfg.backend)) {
+		/* backend 0 is a zeroed config's default (CONNTAB_CHAINED):
+		 * create takes it though conntab_backend_available() says
+		 * no backend 0 exists */
+		if (r != 0 && !conntab_backend_available(cfg.backend)) {
 			errno = 0;
 			if (conntab_create_flavor(&cfg, NULL) ||
 			    errno != EINVAL)
 				FAIL("create(backend %d): errno %d", r, errno);
+		} else if (r == 0) {
+			struct conntab *z = conntab_create_flavor(&cfg, NULL);
+
+			if (!z)
+				FAIL("create(backend 0): errno %d", errno);
+			conntab_destroy(z, NULL);
 		}
 		cfg.backend = CONNTAB_CHAINED;
 		cfg.flavor = NULL;
