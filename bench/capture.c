@@ -24,7 +24,7 @@
 
 #include "bench.h"
 #include "capture.h"
-#include "hash.h"	/* lib/hash.h: a flow map needs a hash, not a new one */
+#include "hash/hash.h"	/* lib/hash/hash.h: a flow map needs a hash, not a new one */
 #include "key.h"
 
 #define KMAP_EMPTY	UINT32_MAX

@@ -2,10 +2,10 @@
 /*
  * The hash the peers share with conntab's tables (--hash): SipHash-1-3,
  * or AES-128 where the run's tables use it, under the run's secret, from
- * the library's own headers (lib/hash.h, lib/aes.h), so that every table
+ * the library's own headers (lib/hash/hash.h, lib/hash/aes.h), so that every table
  * of a run spreads its keys alike.
  *
- * As in the library (lib/hash-ops.h), a lookup inlines its hash: a peer's
+ * As in the library (lib/hashtab/hash-ops.h), a lookup inlines its hash: a peer's
  * lookup is written once as find(t, hash, key) and B_PEER_LOOKUP compiles
  * it per hash, the AES one with the AES target, and picks the table's.
  * Writers take b_hash32() / b_hash64(): SipHash inline, AES one call, as
@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "aes.h"	/* lib/aes.h */
-#include "hash.h"	/* lib/hash.h */
+#include "hash/aes.h"	/* lib/hash/aes.h */
+#include "hash/hash.h"	/* lib/hash/hash.h */
 
 struct b_hash {
 	struct ct_secret sec;

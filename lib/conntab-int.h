@@ -15,9 +15,9 @@
 #include <stddef.h>
 
 #include "conntab/conntab.h"
-#include "aes.h"
+#include "hash/aes.h"
 #include "delay.h"
-#include "hash.h"
+#include "hash/hash.h"
 #include "lock.h"
 #include "rcu.h"
 
@@ -248,7 +248,7 @@ extern const struct conntab_ops ct_trie_ops;
 extern const struct conntab_ops ct_exthash_ops;
 
 /*
- * An eviction's claim on its victim (CONNTAB_TRIE, lib/trie-evict.c):
+ * An eviction's claim on its victim (CONNTAB_TRIE, lib/trie/trie-evict.c):
  * while the newcomer is being inserted the victim stays linked, and its
  * ct_owner holds the table's address with bit 0 set (tables come from
  * aligned allocations, so the bit is free). The mark is set under the

@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "cursor.h"
-#include "hash.h"
+#include "hash/hash.h"
 
 /* Domains of F: the tag, the keystream. */
 #define CT_CURSOR_TAG	0

@@ -80,7 +80,7 @@
 	  "timewait: new node claimed with the old one's key; the backend swaps next") \
 	X(FE_LOCK_OWNER, "fe_lock_owner",				\
 	  "remove, timewait: owner hint read; the backend locks and rechecks it next") \
-	/* chains: lib/chain.h, lib/chain-ops.h */			\
+	/* chains: lib/hashtab/chain.h, lib/hashtab/chain-ops.h */			\
 	X(CHAIN_READ_NEXT, "chain_read_next",				\
 	  "lookup standing on a node, before it follows the node's link") \
 	X(CHAIN_PUB_PUSH, "chain_pub_push",				\
@@ -101,7 +101,7 @@
 	  "timewait: chain locked, before the owner and state recheck") \
 	X(CHAIN_PUB_TW_STATE, "chain_pub_tw_state",			\
 	  "timewait in place: before the node's state becomes TIME_WAIT") \
-	/* slots: lib/slots.h (chained) */				\
+	/* slots: lib/hashtab/slots.h (chained) */				\
 	X(SLOT_READ, "slot_read",					\
 	  "lookup read a bucket's tags, before it loads a slot a tag matched") \
 	X(SLOT_PUB, "slot_pub",						\
@@ -115,12 +115,12 @@
 	  "sample: another lock try-locked, before what it covers is read") \
 	X(EVICT_UNLINK, "evict_unlink",					\
 	  "victim chosen under its lock, before it is unlinked") \
-	/* walks and scans: lib/walk.h */				\
+	/* walks and scans: lib/hashtab/walk.h */				\
 	X(WALK_READ_NEXT, "walk_read_next",				\
 	  "walk or scan selecting, standing on a node, before following its link") \
 	X(WALK_READ_VISIT, "walk_read_visit",				\
 	  "walk or scan, selection made, before the callback of its next node") \
-	/* split: lib/split.c */					\
+	/* split: lib/hashtab/split.c */					\
 	X(SP_READ_TW, "sp_read_tw",					\
 	  "lookup or walk past the est chain, before the fence and the tw chain") \
 	X(SP_READ_SEQ, "sp_read_seq",					\
@@ -133,7 +133,7 @@
 	  "timewait in place: before the state store that precedes the move") \
 	X(SP_PUB_SEQ_END, "sp_pub_seq_end",				\
 	  "recycle tw -> est done, before seq turns even (misses wait meanwhile)") \
-	/* exthash: lib/exthash.c */					\
+	/* exthash: lib/hashtab/exthash.c */					\
 	X(XH_READ_SUCC, "xh_read_succ",					\
 	  "lookup missed a segment's chain, before the fence and its successor") \
 	X(XH_READ_SNAP, "xh_read_snap",					\
@@ -166,7 +166,7 @@
 	  "before a batch of dead segments goes to call_rcu (I5)") \
 	X(XH_RETIRE_DIR, "xh_retire_dir",				\
 	  "before the replaced directory goes to call_rcu (I5)") \
-	/* trie: lib/trie*.c */						\
+	/* trie: lib/trie/ */   						\
 	X(TR_READ_STEP, "tr_read_step",					\
 	  "lookup, walk or scan on an internal node, before it loads a child word") \
 	X(TR_LOCK_HOLD, "tr_lock_hold",					\

@@ -60,7 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chain.h"
+#include "hashtab/chain.h"
 #include "conntab-int.h"
 
 /* A random number for the sample's start (not secret: see above). */

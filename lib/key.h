@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "conntab/conntab.h"
-#include "hash.h"
+#include "hash/hash.h"
 
 /*
  * Equal keys. Word 0 (zone, proto, family, ports) first: it differs for

@@ -1,4 +1,9 @@
-# The library: one front file, shared helpers, one file per backend.
+# The library. lib/ holds the front end (conntab.c: argument and key
+# checks, the node claim, pairs, counters) and what every backend shares
+# (keys, lock words, memory, RCU glue, eviction's sample, delay points,
+# probes); lib/hash/ the keyed hash; lib/hashtab/ the three hash backends
+# and the parts they share (slot buckets, chains, lock stripes, batch,
+# walk); lib/trie/ the multi-bit trie. Each folder lists its own files.
 lib_LTLIBRARIES = lib/libconntab.la
 conntabincludedir = $(includedir)/conntab
 conntabinclude_HEADERS = include/conntab/conntab.h
@@ -8,18 +13,13 @@ lib_libconntab_la_SOURCES = \
 	lib/key.c lib/key.h \
 	lib/lock.c lib/lock.h \
 	lib/mem.c lib/mem.h \
-	lib/aes.c lib/aes.h lib/hash.h lib/hash-ops.h lib/wipe.h \
+	lib/wipe.h \
 	lib/evict.c lib/evict.h \
-	lib/chain.h lib/chain-ops.h lib/rcu.h lib/batch.h lib/walk.h \
-	lib/rcu-reg.c lib/rcu-reg.h \
-	lib/probes.h lib/delay.c lib/delay.h \
-	lib/heads.c lib/heads.h lib/slots.h \
-	lib/chained.c \
-	lib/split.c \
-	lib/exthash.c \
-	lib/trie.c lib/trie.h lib/trie-mem.c lib/trie-read.c \
-	lib/trie-build.c lib/trie-build.h lib/trie-path.h lib/trie-write.c \
-	lib/trie-resize.c lib/trie-scan.c lib/trie-evict.c lib/trie-sample.h
+	lib/rcu.h lib/rcu-reg.c lib/rcu-reg.h \
+	lib/probes.h lib/delay.c lib/delay.h
+include $(srcdir)/lib/hash/local.mk
+include $(srcdir)/lib/hashtab/local.mk
+include $(srcdir)/lib/trie/local.mk
 lib_libconntab_la_CPPFLAGS = $(AM_CPPFLAGS) -DCONNTAB_BUILDING $(URCU_CFLAGS)
 lib_libconntab_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # Symbol versions: lib/libconntab.map (doc/releasing.md).

@@ -10,7 +10,7 @@
  * that takes the pointer and clobbers memory keeps the memset (what
  * glibc's own explicit_bzero does). A unit compiled without config.h
  * (the fuzz harness compiles the library sources straight, and tests
- * and the benchmark include lib/aes.h)
+ * and the benchmark include lib/hash/aes.h)
  * gets that fallback.
  */
 #ifndef CT_WIPE_H

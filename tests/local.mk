@@ -392,7 +392,7 @@ tests_test_trie_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS) $(CHECK_CFLAGS) \
 tests_test_trie_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 	$(PTHREAD_LIBS)
 
-# CONNTAB_TRIE: the memory bound of lib/trie.c under adversarial churn
+# CONNTAB_TRIE: the memory bound of lib/trie/trie.c under adversarial churn
 # and under evictions racing removes, and conntab_stats() beside writers.
 check_PROGRAMS += tests/test-trie-bound
 TESTS += tests/test-trie-bound

@@ -4,7 +4,7 @@
  * so that their models are exact, while the readers go on; then both
  * tables must hold exactly their models, by stats (entries, time-wait,
  * the cap) and by a lookup of every key and a walk, and a trie must keep
- * the memory bound lib/trie.c states. The same checks end a run.
+ * the memory bound lib/trie/trie.c states. The same checks end a run.
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 #include "stress.h"
 #include "stress-delay.h"
 
-/* lib/trie.c: bytes per entry present, over the empty table's memory. */
+/* lib/trie/trie.c: bytes per entry present, over the empty table's memory. */
 #define TRIE_BOUND_PER_ENTRY	208
 
 void st_park(void)
@@ -140,7 +140,7 @@ static void check_contents(struct table_check *tc)
 }
 
 /*
- * lib/trie.c's bound for the N entries present: internal nodes <= N - 1
+ * lib/trie/trie.c's bound for the N entries present: internal nodes <= N - 1
  * (0 when N <= 1), memory <= the empty table's + 208 N. Strict: a
  * violation fails the run, with the numbers to report.
  */

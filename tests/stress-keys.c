@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/aes.h"
-#include "../lib/hash.h"
+#include "../lib/hash/aes.h"
+#include "../lib/hash/hash.h"
 #include "stress.h"
 
 #define SKEW_BITS	5

@@ -50,7 +50,7 @@
  * eviction takes a fixed key. Every --checkpoint-ms (default 500) the
  * writers park between two operations and each table must hold exactly
  * its model (stress-check.c): stats.entries and stats.timewait, the
- * cap, every key's lookup, a walk; for the trie also lib/trie.c's bound
+ * cap, every key's lookup, a walk; for the trie also lib/trie/trie.c's bound
  * (internal nodes <= N - 1, memory <= empty + 208 N), strictly. The
  * same once the threads are joined, then destroy must release exactly
  * the models' nodes. The volume is printed per run; the exit status is

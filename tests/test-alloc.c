@@ -338,7 +338,7 @@ static void tset_destroy(struct tset *ts, struct conntab *t)
 }
 
 /*
- * Retired nodes go to call_rcu in batches (lib/trie-mem.c): churn
+ * Retired nodes go to call_rcu in batches (lib/trie/trie-mem.c): churn
  * elsewhere retires enough of them, and the grace period ends, so that a
  * node retired while still linked is freed before the lookups.
  */

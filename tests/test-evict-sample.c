@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The eviction sample (lib/evict.h, lib/trie-evict.c), every backend:
+ * The eviction sample (lib/evict.h, lib/trie/trie-evict.c), every backend:
  *
  *   evict-bound   what one eviction costs, whatever the keys: 8 rank
  *                 calls at most on a table at 64 times its sizing hint,
@@ -34,7 +34,7 @@
 #include <urcu.h>
 
 #include "common.h"
-#include "../lib/hash.h"	/* the known secret's hash, for the flood */
+#include "../lib/hash/hash.h"	/* the known secret's hash, for the flood */
 
 #define B		((enum conntab_backend)_i)
 #define BN		conntab_backend_name(B)
@@ -363,7 +363,7 @@ START_TEST(evict_fair)
 	 * The trie weighs a child by its own children, not by the leaves
 	 * below it (it keeps no subtree counts): some 2% of these keys,
 	 * leaves beside large subtrees, are offered rarely enough that
-	 * 20,000 rounds can miss them (lib/trie-evict.c).
+	 * 20,000 rounds can miss them (lib/trie/trie-evict.c).
 	 */
 	if (B == CONNTAB_TRIE)
 		ck_assert_uint_ge(distinct * 100, (FAIR_N + 1) * 95);

@@ -49,7 +49,7 @@
 } while (0)
 
 #ifdef T_COPY_STEP
-/* lib/exthash.c in a CT_XH_COPY_STEP build: updates of a filled part. */
+/* lib/hashtab/exthash.c in a CT_XH_COPY_STEP build: updates of a filled part. */
 extern unsigned long ct_xh_fill_updates;
 #endif
 

@@ -4,10 +4,10 @@
  * knows the secret (cfg.secret) sends keys whose hashes all start with k
  * zero bits, so they fill one corner of the directory. The table must
  * still grow (the directory deepening for the corner within its stated
- * bound of max(4 x segments, entries / 4) slots, lib/exthash.c, and the
+ * bound of max(4 x segments, entries / 4) slots, lib/hashtab/exthash.c, and the
  * corner's segments widening past it), keep its chains short (at most 16
  * here, for k = 2, 4, 8 at 100K and 1M keys) and find every key. The
- * keys are made with the library's own hash code (lib/hash.h, lib/aes.h),
+ * keys are made with the library's own hash code (lib/hash/hash.h, lib/hash/aes.h),
  * as such an attacker would.
  *
  * And hashes that share their low 6 bits, the chain index within a plain
@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/aes.h"
-#include "../lib/hash.h"
+#include "../lib/hash/aes.h"
+#include "../lib/hash/hash.h"
 #include "common.h"
 
 static const uint8_t secret[16] = "known-to-them!!";
@@ -106,7 +106,7 @@ static struct conntab_key *skewed_keys(enum conntab_hash h, unsigned int k,
 }
 
 /*
- * The directory's bound (lib/exthash.c, XH_ENTRIES_PER_SLOT): a doubling
+ * The directory's bound (lib/hashtab/exthash.c, XH_ENTRIES_PER_SLOT): a doubling
  * makes at most max(4 x segments, entries / 4) slots, and neither count
  * has fallen since in a table only inserted into. Segments: one at
  * create (no hint), one more per split (counted when it starts), one
@@ -302,7 +302,7 @@ static void *reader_run(void *arg)
 /*
  * issue 36, item 3: the attacks of the reproduction xh_lowbits, keys
  * with hash & 63 == 0 and @top top bits 0 under the known secret, 100K
- * of them. The bounds (lib/exthash.c, XH_CHAIN_SPLIT, XH_ENTRIES_PER_SLOT):
+ * of them. The bounds (lib/hashtab/exthash.c, XH_CHAIN_SPLIT, XH_ENTRIES_PER_SLOT):
  * chains at most 16 (random keys: 9), the directory within max(4 x
  * segments, entries / 4) (it was 262,144 slots with 6 top bits; random
  * keys: 2,048), memory within 24 bytes per entry (random: ~11; it was 71

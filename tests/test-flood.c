@@ -9,7 +9,7 @@
  * machine runs (SipHash, AES) and for IPv4 and IPv6 keys.
  *
  * It computes the library's hashes with the library's own code
- * (lib/hash.h, lib/aes.h) the way an attacker with the source and a leaked
+ * (lib/hash/hash.h, lib/hash/aes.h) the way an attacker with the source and a leaked
  * secret would; that the attack works also shows that the tables hash
  * exactly as those files say.
  */
@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../lib/aes.h"
-#include "../lib/hash.h"
+#include "../lib/hash/aes.h"
+#include "../lib/hash/hash.h"
 #include "common.h"
 
 #define NBUCKETS	1024	/* expected = NBUCKETS: one bucket per entry */

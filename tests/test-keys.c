@@ -12,7 +12,7 @@
 #include <sys/un.h>
 
 #include "helpers.h"	/* the flavor first: conntab_create() takes it */
-#include "../lib/aes.h"
+#include "../lib/hash/aes.h"
 #include "../lib/key.h"
 
 static const char *const names[] = {

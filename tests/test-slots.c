@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_CHAINED's buckets of tagged slots (lib/slots.h), against the
+ * CONNTAB_CHAINED's buckets of tagged slots (lib/hashtab/slots.h), against the
  * key sets that stress them most: keys that all fall into one bucket and
  * all carry one tag, so that every slot's tag matches every lookup, the
  * slots are full and the rest is on the overflow chain. Built with the
- * table's known secret and the library's own SipHash (lib/hash.h), as
+ * table's known secret and the library's own SipHash (lib/hash/hash.h), as
  * tests/test-flood.c does.
  *
  *  - slots-worst: every operation on such a bucket (lookup and batch of
@@ -32,13 +32,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "../lib/hash.h"
+#include "../lib/hash/hash.h"
 #include "common.h"
 
 #define NB		16	/* buckets of a table with expected = 64 */
 #define NKEYS		24	/* 6 slotted, 18 on the chain */
 #define NSTABLE		4	/* slots-race: keys that stay */
-#define CT_SLOTS_TEST	6	/* lib/slots.h CT_SLOTS: the first six go there */
+#define CT_SLOTS_TEST	6	/* lib/hashtab/slots.h CT_SLOTS: the first six go there */
 
 static const uint8_t known_secret[16] = "slots-are-known";
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_TRIE: the memory bound of lib/trie.c, in entries present now,
+ * CONNTAB_TRIE: the memory bound of lib/trie/trie.c, in entries present now,
  * under the churn a remote peer can drive (issue 13): after every phase,
  * internal nodes <= N - 1 and stats.memory <= the empty table's + 208 N
  * for the N entries present, an emptied table back to no internal node
@@ -30,9 +30,9 @@
 
 #include "common.h"
 
-/* lib/trie.c: bytes per entry present, over the empty table's memory. */
+/* lib/trie/trie.c: bytes per entry present, over the empty table's memory. */
 #define BOUND_PER_ENTRY	208
-/* lib/trie.c: depth of an IPv4 key's path, leaf included. */
+/* lib/trie/trie.c: depth of an IPv4 key's path, leaf included. */
 #define MAX_DEPTH_V4	(128 / 4 + 1)
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -72,7 +72,7 @@ static size_t empty_memory(void)
 
 static size_t m0;		/* stats.memory of an empty table */
 
-/* The bound of lib/trie.c for what @t holds now. */
+/* The bound of lib/trie/trie.c for what @t holds now. */
 static void check_bound(struct conntab *t, const char *what, long round)
 {
 	struct conntab_stats st;
@@ -323,7 +323,7 @@ START_TEST(residue_one_percent)
 	}
 	check_bound(t, "1M random", 0);
 	/*
-	 * lib/trie-resize.c: growing, a dense node may halve right after an
+	 * lib/trie/trie-resize.c: growing, a dense node may halve right after an
 	 * inflation, but rarely: once for each local address's node here.
 	 */
 	conntab_resize_stats(t, &rs);
@@ -379,7 +379,7 @@ START_TEST(residue_one_percent)
 END_TEST
 
 /*
- * The sizing hint (lib/trie.c): a table created with expected = 2^16
+ * The sizing hint (lib/trie/trie.c): a table created with expected = 2^16
  * builds its root's first dense node 2^12 slots wide when the root
  * bursts, and grows to 2^16 random remote endpoints of one local one
  * without a single inflation or halving, where a table without the hint
@@ -390,7 +390,7 @@ END_TEST
  */
 #define HINT_E		((size_t)1 << 16)
 #define HINT_W		12		/* log2(HINT_E) - 4 */
-/* lib/trie-mem.c: a dense node of 2^w slots, its rcu_head and head. */
+/* lib/trie/trie-mem.c: a dense node of 2^w slots, its rcu_head and head. */
 #define DENSE_BYTES(w)	(((size_t)8 << (w)) + 80)
 
 static void key_remote(struct conntab_key *k, uint64_t r)
@@ -516,7 +516,7 @@ END_TEST
  * keys). (At e8b2d6f the high halves were short dense nodes of 64 slots
  * for 2 keys, which nothing reshaped: no writer passed them, and the
  * root, SH_A of its 1024 slots (over 3/16) holding such a node, did not
- * halve. 1.5x the bound of lib/trie.c here, 2.7x in the reviewers'
+ * halve. 1.5x the bound of lib/trie/trie.c here, 2.7x in the reviewers'
  * history of 2^16 slots.)
  */
 #define SH_E		((size_t)1 << 13)

@@ -5,7 +5,7 @@
  * constructed worst cases, and a tiny capped table does not refuse an
  * evicting insert for room another writer is about to give back.
  *
- * The sample is run directly (lib/trie-sample.h) with a seeded random
+ * The sample is run directly (lib/trie/trie-sample.h) with a seeded random
  * stream, so the statistics below are the same on every run; the public
  * calls are checked beside it.
  */
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "../lib/trie-sample.h"
+#include "../lib/trie/trie-sample.h"
 
 #define REQUIRE(c) do {							\
 	if (!(c))							\
@@ -256,7 +256,7 @@ static long rank_count(struct conntab_node *v, void *arg)
 	return 0;
 }
 
-/* At most this much work a sample (lib/trie-sample.h). */
+/* At most this much work a sample (lib/trie/trie-sample.h). */
 #define WORK_BOUND	(CT_T_DESCENT_WORK + CT_T_FILL_WORK + 2)
 #define WORK_SAMPLES	2000
 
@@ -593,7 +593,7 @@ END_TEST
  * as random evictions would. Over LEAVE_ROUNDS tables, about 184 a
  * decile (standard deviation about 11); measured 170 to 220, a little
  * more than 184 on the whole as the newest connections, in nodes
- * still filling, are offered somewhat more often (lib/trie-sample.h).
+ * still filling, are offered somewhat more often (lib/trie/trie-sample.h).
  * This key set does not tell the lowest-first sample apart (it left 152
  * to 203); evict_fair does.
  */

@@ -18,15 +18,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/trie.h"
+#include "../lib/trie/trie.h"
 
-/* lib/trie.c: at most L / 4 internal nodes on a path of an L-bit string. */
+/* lib/trie/trie.c: at most L / 4 internal nodes on a path of an L-bit string. */
 #define V4_BITS		128
 #define V6_BITS		320
 #define MAX_DEPTH_V4	(V4_BITS / 4 + 1)
 #define MAX_DEPTH_V6	(V6_BITS / 4 + 1)
 /*
- * lib/trie.c: at most 208 bytes per entry present over an empty table's
+ * lib/trie/trie.c: at most 208 bytes per entry present over an empty table's
  * memory, and fewer internal nodes than entries.
  */
 #define BOUND_PER_ENTRY	208
@@ -687,7 +687,7 @@ START_TEST(concurrent_no_miss)
 	}
 	/*
 	 * _i = 1: the root bursts into a node built to the sizing hint
-	 * (lib/trie.c), which the writers then change under the readers.
+	 * (lib/trie/trie.c), which the writers then change under the readers.
 	 */
 	ct_conc = mk(CONNTAB_TRIE, _i ? (size_t)1 << 14 : 0);
 	for (i = 0; i < STABLE; i++) {
@@ -729,7 +729,7 @@ END_TEST
 
 /* Duplicate keys, recycle, time-wait in place, max_entries on the trie. */
 /*
- * ct_k_find() (lib/trie.h) on nodes of every capacity and count, each
+ * ct_k_find() (lib/trie/trie.h) on nodes of every capacity and count, each
  * allocated to its exact size (ASan: no load leaves the node): every
  * value in val[0, n) is found at its index, and a value that fills
  * everything past n (the slots a writer may be filling, the kid array,

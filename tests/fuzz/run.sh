@@ -32,7 +32,7 @@ mkdir -p "$work/obj"
 work=$(cd "$work" && pwd)
 echo "fuzz: building $work/fuzz-ops with $($cc --version | head -n 1)"
 # shellcheck disable=SC2046 # pkg-config prints one flag per word
-for f in "$src"/lib/*.c; do
+for f in "$src"/lib/*.c "$src"/lib/*/*.c; do
 	$cc $san -fsanitize=fuzzer-no-link -DCONNTAB_BUILDING \
 		-I"$src/include" -I"$src/lib" $(pkg-config --cflags liburcu) \
 		-c "$f" -o "$work/obj/$(basename "$f" .c).o"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_TRIE builder (lib/trie-build.c): a subtrie for a set of
+ * CONNTAB_TRIE builder (lib/trie/trie-build.c): a subtrie for a set of
  * disjoint subtrees, each given with the bits its keys share.
  */
 #ifndef CT_TRIE_BUILD_H

@@ -6,7 +6,7 @@
  * it) and write nothing.
  *
  * Shared children. A dense node that inflates leaves a sparse child that
- * started at its old end in both halves' slots (lib/trie-resize.c): the
+ * started at its old end in both halves' slots (lib/trie/trie-resize.c): the
  * child's window then overlaps the parent's, and the child holds keys of
  * several parent slots. A lookup needs nothing for it (it matches the
  * whole value of the child's window). A walk does: it keeps the bits of

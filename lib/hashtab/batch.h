@@ -51,8 +51,8 @@
 #include <stdint.h>
 
 #include "chain.h"
-#include "conntab-int.h"
-#include "key.h"
+#include "../conntab-int.h"
+#include "../key.h"
 
 /*
  * Keys in flight per group: each wave then keeps about as many misses in

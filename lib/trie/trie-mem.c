@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem.h"
+#include "../mem.h"
 #include "trie.h"
 
 /*
@@ -37,7 +37,7 @@ static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
 /*
  * Sparse capacities: the 8-byte head plus 2 bytes a value round up to 8,
  * so these classes waste at most one value slot; a node grows by about
- * half (ct_k_grow(), lib/trie-write.c) and shrinks to its class.
+ * half (ct_k_grow(), lib/trie/trie-write.c) and shrinks to its class.
  */
 static const uint8_t ct_k_caps[] = { 2, 3, 4, 6, 8, 10, 12, 14, 16, 20,
 				     24, 28, 32 };

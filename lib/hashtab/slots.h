@@ -54,10 +54,10 @@
 #include <stdint.h>
 
 #include "chain.h"
-#include "delay.h"
-#include "key.h"
-#include "lock.h"
-#include "rcu.h"
+#include "../delay.h"
+#include "../key.h"
+#include "../lock.h"
+#include "../rcu.h"
 
 #define CT_SLOTS	6
 /* Nodes a bucket at the sizing hint, at most (2 to 4: a power of two). */

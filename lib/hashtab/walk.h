@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "chain.h"
-#include "conntab-int.h"
+#include "../conntab-int.h"
 
 #define CT_WALK_BATCH	32
 

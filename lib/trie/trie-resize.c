@@ -45,7 +45,7 @@
  * node can hold), so that at least an eighth of its slots are used.
  *
  * All of this runs with the node's place in its parent and every slot of
- * the node locked (lib/trie-path.h), as "one node's worth of work":
+ * the node locked (lib/trie/trie-path.h), as "one node's worth of work":
  * O(2^w) for a node of 2^w slots, and no other node's locks but those of
  * the children it absorbs.
  */
@@ -96,7 +96,7 @@ enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
 	 * subtrees (an old tail that the parent's growth has nearly
 	 * covered: the parent grows through it, ct_d_inflate() cutting it
 	 * in pieces). Its entries change kind only under the owner of its
-	 * slot, as its live count does (lib/trie-write.c), so the class is
+	 * slot, as its live count does (lib/trie/trie-write.c), so the class is
 	 * stable for whoever holds that.
 	 */
 	if (y->pos == end && (y->live >= CT_T_KHEAVY ||
@@ -165,7 +165,7 @@ void ct_d_recount(struct ct_tnode *d)
  * Debug builds, at destroy (no writer left): the counts that writers kept
  * as they went are the ones a recount finds: a sparse node's live
  * entries, a dense node's classes. Writers skip the class bookkeeping
- * when a change keeps a child's class (lib/trie-write.c's fast paths);
+ * when a change keeps a child's class (lib/trie/trie-write.c's fast paths);
  * this is where a wrong skip would show, in every test that destroys a
  * trie.
  */
@@ -334,7 +334,7 @@ static unsigned int ct_t_keybit(uintptr_t c, unsigned int bit)
  * reshaping would give it (ct_d_wants_resize()): no writer's path need
  * ever pass through it again, so one built as a short node of two
  * children would stay so, 1 KiB for two keys, and break the memory
- * bound of lib/trie.c (tests/test-trie-bound.c builds that history).
+ * bound of lib/trie/trie.c (tests/test-trie-bound.c builds that history).
  */
 static int ct_d_half(struct ct_build *b, struct ct_tnode *z, unsigned int hb,
 		     uintptr_t *out)

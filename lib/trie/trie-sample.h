@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_TRIE: the eviction sample (lib/trie-evict.c), in a header so
+ * CONNTAB_TRIE: the eviction sample (lib/trie/trie-evict.c), in a header so
  * that tests/test-trie-evict.c can run it on a constructed trie and count
  * its work, which the library's interface does not show.
  *
@@ -48,7 +48,7 @@
  * occupied slots, pairs whose halves other writers hold. The rank is
  * called once per candidate: CT_EVICT_SAMPLE times at most. Within that
  * work every dense node has at least an eighth of its slots occupied
- * (lib/trie.c's bounds: a short node of fewer becomes sparse, an
+ * (lib/trie/trie.c's bounds: a short node of fewer becomes sparse, an
  * anchored one halves), so all of a descent's draws miss at a node with
  * probability at most (7/8)^CT_T_PROBES (under 2 %) and the sample is
  * full. The exception is a root built to the sizing hint, which keeps
@@ -69,7 +69,7 @@
 #ifndef CT_TRIE_SAMPLE_H
 #define CT_TRIE_SAMPLE_H
 
-#include "evict.h"
+#include "../evict.h"
 #include "trie.h"
 
 /* Descents tried for a sample before the fill. */
@@ -197,7 +197,7 @@ static inline struct conntab_node *ct_ts_descend(struct ct_tsample *sm,
 		}
 		/*
 		 * Every draw missed: a nearly empty root built to the sizing
-		 * hint (lib/trie.c), the one node that may hold under an
+		 * hint (lib/trie/trie.c), the one node that may hold under an
 		 * eighth of its slots. Try the root slot where a fill last
 		 * found a leaf (a relaxed hint: any value is a slot).
 		 */

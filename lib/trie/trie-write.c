@@ -6,7 +6,7 @@
  * lets it descend without locks (on a thread the flavor counts, as that
  * lock and its call_rcu require: the front end sees to it for the call,
  * lib/rcu-reg.h), and then locks and validates what it changes
- * (lib/trie-path.h). A writer holds at most the owner(s) of one
+ * (lib/trie/trie-path.h). A writer holds at most the owner(s) of one
  * node's place, that node's lock, and, while it rebuilds the node, the
  * locks of the nodes it absorbs; it never waits for a grace period.
  */
@@ -107,7 +107,7 @@ void ct_hold_reclass(const struct ct_thold *h, enum ct_class c0,
 		return;
 	/*
 	 * Only the first slot's class can change: the other slots of a
-	 * shared child are light whatever it holds (lib/trie-resize.c),
+	 * shared child are light whatever it holds (lib/trie/trie-resize.c),
 	 * and a shared child is replaced only by ct_k_unshare().
 	 */
 	ct_d_count(h->at.in, c0, -1);
@@ -265,7 +265,7 @@ static void ct_t_note_fix(const struct ct_thold *h, bool *fix)
 
 /*
  * Sparse x[k] of the path, locked to change its entries: the owner(s) of
- * its place, then its own lock (lib/trie-path.h), and its class as its
+ * its place, then its own lock (lib/trie/trie-path.h), and its class as its
  * dense parent counted it.
  */
 struct ct_klock {
@@ -501,7 +501,7 @@ static struct ct_tnode *ct_k_copy(struct ct_trie *tr, struct ct_tnode *x,
  * copied about a quarter as often. At 1M random keys (conntab-bench
  * memory and insert, doc/performance.md) that is 14.8 B/entry instead
  * of 12.7, and a sixth of an insert's instructions fewer (837 -> 703 at
- * 256K). Memory stays within the bound of lib/trie.c, which rests on
+ * 256K). Memory stays within the bound of lib/trie/trie.c, which rests on
  * compaction (ct_k_shrink()), not on growth.
  */
 static struct ct_tnode *ct_k_grow(struct ct_trie *tr, struct ct_tnode *x,
@@ -655,7 +655,7 @@ static int ct_t_k_add(struct ct_tins *ins, const struct ct_tpath *pa)
  * entry changes, and x's class in the parent (counted under the slot's
  * lock) when it crosses a threshold. They descend as readers do, without
  * recording a path, and take the locks the general path takes (the slot,
- * then x's own, lib/trie-path.h); anything else goes to the general path,
+ * then x's own, lib/trie/trie-path.h); anything else goes to the general path,
  * with nothing changed. The helpers are inlined into both fast paths:
  * out of line (two callers), they cost a remove ~60 of its ~640
  * instructions (callgrind, 256K keys).
@@ -965,7 +965,7 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 /*
  * Insert @n; with @held the caller already counted it against
  * max_entries and in the entries (an eviction's victim, still linked,
- * hands both over: lib/trie-evict.c), and keeps them if the insert
+ * hands both over: lib/trie/trie-evict.c), and keeps them if the insert
  * fails.
  */
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
@@ -1000,7 +1000,7 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 }
 
 /*
- * Lock sparse x = pa->x[k] to change its entries (lib/trie-path.h). Under
+ * Lock sparse x = pa->x[k] to change its entries (lib/trie/trie-path.h). Under
  * a sparse parent, x may collapse into a leaf: an entry of the parent
  * changes kind, so the parent is locked as for a change of its entries
  * (*pk set, @kp), and x's place is then its own.
@@ -1198,7 +1198,7 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 
 /*
  * Remove @n. @evict: the caller holds n's claim (an eviction's victim,
- * lib/trie-evict.c, or a pair's half, lib/conntab.c); nobody else can
+ * lib/trie/trie-evict.c, or a pair's half, lib/conntab.c); nobody else can
  * unlink n meanwhile, so it is found. Any other remover of a claimed n
  * waits for the claim to end, under no trie lock (P2): then n is gone
  * (-ENOENT) or still here, and removed. @counted: n leaves the entry

@@ -2,7 +2,7 @@
 /*
  * CONNTAB_TRIE: conntab_insert_evict().
  *
- * The sample: lib/trie-sample.h (random descents that take each node's
+ * The sample: lib/trie/trie-sample.h (random descents that take each node's
  * child by weight, then a fill from a random place; bounded work).
  *
  * The step. The trie's writers lock a node's place, not a bucket, and
@@ -24,7 +24,7 @@
  *     count (ct_t_insert() with held): its key checked and its leaf
  *     linked under one lock hold, as any insert;
  *  4. in: the victim is removed as by conntab_remove() (the node it
- *     leaves reshaped, so the memory bound of lib/trie.c holds), its
+ *     leaves reshaped, so the memory bound of lib/trie/trie.c holds), its
  *     claim ending as its owner becomes NULL, and returned in *evicted;
  *     failed (another writer inserted the same key since step 1, or no
  *     memory): the claim is dropped (owner back to the table), the

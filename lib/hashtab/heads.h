@@ -16,8 +16,8 @@
 #include <stddef.h>
 
 #include "conntab/conntab.h"
-#include "evict.h"
-#include "lock.h"
+#include "../evict.h"
+#include "../lock.h"
 
 /*
  * Bucket limit of the fixed-size backends: past 2^27 buckets (1 GiB of

@@ -42,7 +42,7 @@
 #include <sys/socket.h>
 
 #include "conntab/conntab.h"
-#include "wipe.h"
+#include "../wipe.h"
 
 /* AES-128: the key and ten round keys, FIPS-197 byte order. */
 struct ct_aes_key {

@@ -2,7 +2,7 @@
 /*
  * Writer operations on one chain that holds both states (each bucket of
  * exthash), run under the lock that covers the chain, and the steps they
- * share with chained's buckets of slots (lib/chained.c): what an insert
+ * share with chained's buckets of slots (lib/hashtab/chained.c): what an insert
  * does when it meets its key, what a removal and a TIME_WAIT change in
  * the node and the counts.
  *
@@ -13,8 +13,8 @@
 #define CT_CHAIN_OPS_H
 
 #include "chain.h"
-#include "conntab-int.h"
-#include "probes.h"
+#include "../conntab-int.h"
+#include "../probes.h"
 
 struct ct_delta {
 	int entries;

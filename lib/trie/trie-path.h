@@ -55,7 +55,7 @@ struct ct_tpath {
  * The owner(s) of the place of node @x (or of a leaf or nothing) in its
  * parent. A sparse child of an anchored dense node whose window starts
  * before the parent's end is shared by the aligned 2^(end - pos) slots
- * that cover it (lib/trie-resize.c); dense children are never shared.
+ * that cover it (lib/trie/trie-resize.c); dense children are never shared.
  */
 struct ct_thold {
 	struct ct_tslot at;
@@ -96,7 +96,7 @@ void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa);
 int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
 		 struct ct_tnode *x, enum ct_class c0);
 
-/* lib/trie-resize.c: dense node upkeep after a writer changed its counts. */
+/* lib/trie/trie-resize.c: dense node upkeep after a writer changed its counts. */
 void ct_t_fix(struct ct_trie *tr, const uint8_t *s);
 
 #endif /* CT_TRIE_PATH_H */

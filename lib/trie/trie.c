@@ -18,8 +18,8 @@
  * A kid is 0, a leaf (the user's struct conntab_node, tagged) or a node.
  * Nodes exist only where keys part; bits on which every key below agrees
  * are skipped (path compression) and checked at the leaf by readers, at
- * the node's prefix by writers. Layouts: lib/trie.h; building:
- * lib/trie-build.c; inflate, halve, collapse: lib/trie-resize.c.
+ * the node's prefix by writers. Layouts: lib/trie/trie.h; building:
+ * lib/trie/trie-build.c; inflate, halve, collapse: lib/trie-resize.c.
  *
  * Bounds, for any key set and any history of operations:
  *  - Depth. Along a path the ends of sparse and short nodes are distinct
@@ -48,7 +48,7 @@
  *    fails) and the next writer there that changes its counts tries
  *    again (one that keeps its children's classes changes none); an
  *    eviction reshapes the victim's node once its newcomer is in
- *    (lib/trie-evict.c).
+ *    (lib/trie/trie-evict.c).
  *  - The sizing hint. With conntab_config::expected = E > 2^12, the
  *    first time the root bursts it becomes a dense node 2^w slots wide,
  *    w = ceil(log2 E) - 4 up to CT_T_HINT_MAX (about 16 keys a slot at
@@ -56,7 +56,7 @@
  *    doubles as keys come: each doubling rebuilds the children at its
  *    old end, and growing to 256K random keys that was a third of the
  *    inserts' instructions. The node is marked (CT_T_HINTED) and does
- *    not halve until its counts stop asking for it (lib/trie-resize.c);
+ *    not halve until its counts stop asking for it (lib/trie/trie-resize.c);
  *    from then on they decide, as for any node. So the bound above
  *    holds plus one dense node of 8 * 2^w + 80 bytes at most, once a
  *    table: with one child left it still collapses, and the hint is not
@@ -71,7 +71,7 @@
  * flavor too (on threads the flavor counts, registered by the front end
  * for the call if the application did not: lib/rcu-reg.h): they descend
  * without locks, lock what they change and validate it
- * (lib/trie-path.h: owners, order, dead nodes). A node's
+ * (lib/trie/trie-path.h: owners, order, dead nodes). A node's
  * window never changes once published; a sparse node gains entries in
  * place (value and kid written before the count that publishes them),
  * loses them as tombstones (kid 0), and is copied when it must grow,
@@ -110,7 +110,7 @@ static struct conntab *trie_create(const struct conntab *tmpl,
 	tr->base = *tmpl;
 	while (lg < 8 * sizeof(size_t) - 1 && ((size_t)1 << lg) < cfg->expected)
 		lg++;
-	/* About 16 keys a slot at the expected size (lib/trie.h). */
+	/* About 16 keys a slot at the expected size (lib/trie/trie.h). */
 	if (lg >= CT_T_HINT_MIN + CT_T_HINT_LOAD)
 		tr->hint_w = (uint8_t)(lg - CT_T_HINT_LOAD < CT_T_HINT_MAX ?
 				       lg - CT_T_HINT_LOAD : CT_T_HINT_MAX);

@@ -16,9 +16,9 @@
 #ifndef CT_HASH_OPS_H
 #define CT_HASH_OPS_H
 
-#include "aes.h"
+#include "../hash/aes.h"
 #include "batch.h"
-#include "conntab-int.h"
+#include "../conntab-int.h"
 
 static inline __attribute__((always_inline)) uint32_t
 ct_hstep_siphash(const struct conntab *t, const struct conntab_key *k)

@@ -55,11 +55,11 @@
 #include <string.h>
 
 #include "chain.h"
-#include "conntab-int.h"
-#include "evict.h"
+#include "../conntab-int.h"
+#include "../evict.h"
 #include "hash-ops.h"
 #include "heads.h"
-#include "probes.h"
+#include "../probes.h"
 #include "walk.h"
 
 /* Smallest table, for expected = 0. */

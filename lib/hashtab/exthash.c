@@ -6,7 +6,7 @@
  * points to segments; a segment of local depth l <= d holds every node
  * whose hash starts with its l-bit prefix and fills the 2^(d-l) consecutive
  * slots of that prefix. A segment is an array of XH_HEADS RCU chain heads
- * (lib/chain.h) indexed by the LOW bits of the hash, behind a header with
+ * (lib/hashtab/chain.h) indexed by the LOW bits of the hash, behind a header with
  * its lock, depth, counts and two successor pointers. The two index ranges
  * never overlap (XH_MAX_DEPTH + XH_SHIFT <= 32), so a split on hash bit l
  * unzips chain i of the segment into chain i of each child.
@@ -63,11 +63,11 @@
 
 #include "chain.h"
 #include "chain-ops.h"
-#include "conntab-int.h"
-#include "evict.h"
+#include "../conntab-int.h"
+#include "../evict.h"
 #include "hash-ops.h"
 #include "heads.h"
-#include "probes.h"
+#include "../probes.h"
 #include "walk.h"
 
 /*
@@ -1353,7 +1353,7 @@ static int xh_insert_evict(struct conntab *t, struct conntab_node *n,
 	return xh_insert_common(t, n, NULL, rank, arg, evicted);
 }
 
-/* Batch steps (lib/batch.h); the directory is small and mostly cached. */
+/* Batch steps (lib/hashtab/batch.h); the directory is small and mostly cached. */
 static inline void xh_prefetch_head(struct conntab *t, uint32_t h)
 {
 	__builtin_prefetch(&xh_seg_rcu(ct_exthash(t), h)->head[xh_idx(h)]);

@@ -23,7 +23,7 @@
  * beyond (one does: the pass ends only when a call finds nothing above P,
  * and K is above it until then). C started with P < K and its descent
  * passed K's place with K present, so the walk's argument (every key
- * present throughout is found, lib/trie-read.c) puts K among the leaves
+ * present throughout is found, lib/trie/trie-read.c) puts K among the leaves
  * C found; C visited it, being > P when reached. Nothing then rescans:
  * the next call starts above P.
  *

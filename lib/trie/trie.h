@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_TRIE internals shared by lib/trie*.c: node layouts, child words,
+ * CONNTAB_TRIE internals shared by the files of lib/trie/: node layouts, child words,
  * the bit arithmetic of windows, and the writer's locks.
  *
- * The design, its invariants and the bounds are stated in lib/trie.c; the
+ * The design, its invariants and the bounds are stated in lib/trie/trie.c; the
  * comments here say what each field is for and who may touch it.
  */
 #ifndef CT_TRIE_H
@@ -15,8 +15,8 @@
 # include <emmintrin.h>
 #endif
 
-#include "conntab-int.h"
-#include "key.h"
+#include "../conntab-int.h"
+#include "../key.h"
 
 /* Entries of a sparse node at most; a 33rd distinct value bursts it. */
 #define CT_T_KMAX	32
@@ -50,7 +50,7 @@ static inline unsigned int ct_d_slow(unsigned int w)
  * The sizing hint (conntab_config::expected = E) builds the first dense
  * root 2^w wide, w = ceil(log2 E) - CT_T_HINT_LOAD within
  * [CT_T_HINT_MIN, CT_T_HINT_MAX], instead of growing it by doubling:
- * lib/trie.c, "The sizing hint". 2^CT_T_HINT_LOAD keys a slot at E
+ * lib/trie/trie.c, "The sizing hint". 2^CT_T_HINT_LOAD keys a slot at E
  * leave room to grow before the slots turn heavy. The burst that builds
  * it clears 2^w slots and counts them under the root's lock: 8 MiB and
  * 1M slots at most (16M keys); wider comes by inflating, one node's
@@ -177,7 +177,7 @@ static inline int ct_k_find(struct ct_tnode *x, uint32_t v)
 
 /*
  * A sparse node's live count changes under its lock, where writers read
- * it plainly; the eviction sample (lib/trie-sample.h) reads it under no
+ * it plainly; the eviction sample (lib/trie/trie-sample.h) reads it under no
  * lock, as a weight that may be a step old: so the store is atomic
  * (relaxed, paired with the sample's relaxed load; no order needed, the
  * count orders nothing).
@@ -235,7 +235,7 @@ static inline uintptr_t ct_d_slot(struct ct_tnode *x, uint32_t i)
  * up to 18 entries (ct_k_kidoff(18) + 18 * 8 = 192); the kids of larger
  * nodes past that are still fetched on demand. A dense
  * node's slot is far from its head: these lines are wasted there, but
- * cost no wait. Readers and the writers' descent (lib/trie-write.c)
+ * cost no wait. Readers and the writers' descent (lib/trie/trie-write.c)
  * both use it.
  */
 static inline void ct_t_prefetch_tail(uintptr_t p)
@@ -435,7 +435,7 @@ struct ct_trie {
 	 */
 	uint32_t root_geo;
 	/*
-	 * The eviction sample's hint (lib/trie-sample.h): a slot of a dense
+	 * The eviction sample's hint (lib/trie/trie-sample.h): a slot of a dense
 	 * root where its last fill found a leaf. Relaxed loads and stores
 	 * of any thread: any value is a slot, only the cost of a sample of
 	 * a nearly empty root depends on it.
@@ -443,7 +443,7 @@ struct ct_trie {
 	uint32_t sample_slot;
 	/*
 	 * Retired nodes wait on @retired (a lock-free stack) and go to
-	 * call_rcu in batches (lib/trie-mem.c).
+	 * call_rcu in batches (lib/trie/trie-mem.c).
 	 */
 	struct rcu_head *retired;
 	unsigned long nretired;
@@ -524,7 +524,7 @@ static inline void ct_t_unlock_node(struct ct_tnode *x)
 			ct_t_slot_unlock(&ct_d(x)->kid[i]);
 }
 
-/* lib/trie-mem.c: allocation, accounting, retirement. */
+/* lib/trie/trie-mem.c: allocation, accounting, retirement. */
 struct ct_trie_count *ct_t_cnt(struct ct_trie *tr);
 struct ct_tnode *ct_k_alloc(struct ct_trie *tr, unsigned int cap,
 			    unsigned int pos, unsigned int w);
@@ -537,7 +537,7 @@ unsigned int ct_k_capfor(unsigned int live);
 void ct_t_drain(struct ct_trie *tr);
 
 /*
- * Classes of an anchored dense node's slots (lib/trie-resize.c): what its
+ * Classes of an anchored dense node's slots (lib/trie/trie-resize.c): what its
  * counters count, and what decides its inflation and halving.
  */
 enum ct_class {
@@ -559,7 +559,7 @@ enum ct_class ct_d_class(const struct ct_tnode *d, uint32_t idx,
  * entries. That last case is answered "maybe" whatever the counts. Such
  * windows are rare: the builder places none that narrow at its parent's
  * end but where the key string ends (leaves only, never heavy); the
- * pieces an inflation cuts from an old tail (lib/trie-resize.c) can be.
+ * pieces an inflation cuts from an old tail (lib/trie/trie-resize.c) can be.
  * No test makes one change class on a fast path (without this case the
  * suite still passes), so it stays the conservative answer. The writers'
  * fast paths classify y only when this says so: two calls of
@@ -582,7 +582,7 @@ void ct_t_check(struct ct_tnode *y);
 bool ct_d_wants_resize(const struct ct_tnode *d);
 
 /*
- * Is @n claimed by an eviction (ct_evict_mark(), lib/trie-evict.c)? Read
+ * Is @n claimed by an eviction (ct_evict_mark(), lib/trie/trie-evict.c)? Read
  * under the lock that owns n's place, which the claim is set and cleared
  * under; elsewhere a hint.
  */
@@ -593,7 +593,7 @@ static inline bool ct_t_claimed(struct ct_trie *tr,
 	       ct_evict_mark(&tr->base);
 }
 
-/* lib/trie-write.c: the writers. */
+/* lib/trie/trie-write.c: the writers. */
 int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 		   struct conntab_node **recycled);
 void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
@@ -606,7 +606,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 		     struct conntab_node *tw);
 
-/* lib/trie-read.c: the readers, and helpers writers share. */
+/* lib/trie/trie-read.c: the readers, and helpers writers share. */
 struct conntab_node *ct_trie_lookup(struct conntab *t,
 				    const struct conntab_key *k);
 size_t ct_trie_lookup_batch(struct conntab *t, const struct conntab_key *keys,
@@ -618,7 +618,7 @@ struct conntab_node *ct_t_first_leaf(uintptr_t p, const uint8_t *ps,
 				     unsigned int pend);
 int ct_k_next(struct ct_tnode *x, long after, unsigned int ov, uint32_t pre);
 
-/* lib/trie-scan.c, lib/trie-evict.c: the lifecycle calls. */
+/* lib/trie/trie-scan.c, lib/trie/trie-evict.c: the lifecycle calls. */
 enum ct_scan_end ct_trie_scan(struct conntab *t,
 			      uint64_t pos[CT_SCAN_POS_WORDS], bool fresh,
 			      size_t budget, ct_walk_fn fn, void *arg,

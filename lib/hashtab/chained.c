@@ -24,11 +24,11 @@
 #include <string.h>
 
 #include "chain-ops.h"
-#include "conntab-int.h"
-#include "evict.h"
+#include "../conntab-int.h"
+#include "../evict.h"
 #include "hash-ops.h"
 #include "heads.h"
-#include "mem.h"
+#include "../mem.h"
 #include "slots.h"
 #include "walk.h"
 

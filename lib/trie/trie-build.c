@@ -11,7 +11,7 @@
  * allocates is private until the writer publishes the top with one
  * release store, so a failed allocation frees it all and changes nothing.
  *
- * Placement (the depth bound of lib/trie.c rests on it): a sparse node's
+ * Placement (the depth bound of lib/trie/trie.c rests on it): a sparse node's
  * window ends on a byte boundary and spans at most 16 bits; a dense node
  * either starts on a byte boundary ("anchored": it may inflate and halve)
  * or ends on one and spans at most 8 bits ("short"). A node starts right
@@ -219,7 +219,7 @@ static void ct_d_set_prefix(struct ct_tnode *x, const uint8_t *s)
 /*
  * Widest w <= @max for an anchored dense node over the sorted values:
  * more than 3/16 of its 2^w slots get more than CT_T_KLIGHT subtrees, so
- * it does not at once want to halve (lib/trie-resize.c). w = 1 always
+ * it does not at once want to halve (lib/trie/trie-resize.c). w = 1 always
  * qualifies: the values part at their top bit and number over 32.
  */
 static unsigned int ct_bitems_width(const struct ct_bitem *it, unsigned int n,
@@ -424,7 +424,7 @@ unsigned int ct_bitems_open(struct ct_tnode *x, const uint8_t *base,
 
 /*
  * A sparse node over [pos, pos + w) with the @n (value, kid) pairs, its
- * capacity the class of @n plus @slack (lib/trie-mem.c). NULL without
+ * capacity the class of @n plus @slack (lib/trie/trie-mem.c). NULL without
  * memory.
  */
 struct ct_tnode *ct_k_make(struct ct_trie *tr, unsigned int pos,

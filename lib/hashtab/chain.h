@@ -30,9 +30,9 @@
 #include <stdint.h>
 
 #include "conntab/conntab.h"
-#include "delay.h"
-#include "key.h"
-#include "rcu.h"
+#include "../delay.h"
+#include "../key.h"
+#include "../rcu.h"
 
 static inline struct conntab_node *ct_nulls(uintptr_t id)
 {

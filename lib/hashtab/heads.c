@@ -8,10 +8,10 @@
 
 #include "batch.h"
 #include "chain.h"
-#include "conntab-int.h"
-#include "evict.h"
+#include "../conntab-int.h"
+#include "../evict.h"
 #include "heads.h"
-#include "mem.h"
+#include "../mem.h"
 
 /* Zero key (no valid key has family 0), its chain ends at once. */
 const struct conntab_node ct_batch_dummy = {
