@@ -35,6 +35,7 @@
 #define B_MAX_IMPLS	16
 #define B_MAX_ZIPF	8
 #define B_MAX_BATCH	64	/* the largest batch a workload asks for */
+#define B_MAX_GRID	8	/* --grid: reader and writer counts each */
 /* --quick's time budget per workload and implementation (budget.c). */
 #define B_QUICK_BUDGET_NS	2000000000ull
 #define B_STREAM_BATCH	16	/* batch (receive burst) of traffic streams */
@@ -72,6 +73,9 @@ struct bench_opts {
 	uint64_t budget_ns;	/* per workload, impl and size; 0: none */
 	bool budget_set;	/* --budget given (else --quick's, or none) */
 	bool targets;		/* --targets: the developers' targets */
+	/* --grid: the reader and writer counts of the scale workload */
+	unsigned int grid_r[B_MAX_GRID], grid_nr;
+	unsigned int grid_w[B_MAX_GRID], grid_nw;
 };
 
 enum b_workload {
@@ -96,6 +100,7 @@ enum b_workload {
 	W_SCAN,
 	W_EVICT,
 	W_PAIR,
+	W_SCALE,
 	W_COUNT
 };
 
@@ -225,6 +230,9 @@ void b_run_evict(const struct bench_impl **im, size_t ni,
 /* bench/pair.c: every implementation, pairs as its users make them. */
 void b_run_pair(const struct bench_impl **im, size_t ni,
 		const struct bench_keys *k);
+/* bench/scale.c: readers x writers (--grid); only when named. */
+void b_run_scale(const struct bench_impl **im, size_t ni,
+		 const struct bench_keys *k);
 /* bench/flood.c: its own small tables, whatever k->n (once per run). */
 void b_run_flood(const struct bench_impl **im, size_t ni,
 		 const struct bench_keys *k);

@@ -8,6 +8,7 @@ bench_conntab_bench_SOURCES = \
 	bench/floor.c bench/shape.c bench/workloads.c bench/workloads-mt.c bench/flood.c bench/objs.h \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
 	bench/scan.c bench/evict.c bench/pair.c bench/pair.h bench/budget.c \
+	bench/scale.c \
 	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
 	bench/jhash.h bench/peer-hash.h bench/peer-hash.c lib/mem.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers

@@ -44,6 +44,7 @@ const char *const b_workload_names[W_COUNT] = {
 	[W_SCAN] = "scan",
 	[W_EVICT] = "evict",
 	[W_PAIR] = "pair",
+	[W_SCALE] = "scale",
 };
 
 static bool impl_selected(const char *name)
@@ -282,6 +283,50 @@ static void parse_zipf(const char *arg)
 	free(copy);
 }
 
+/*
+ * --grid R[,R...]xW[,W...]: the scale workload's reader counts (0 to
+ * 64) by writer counts (0 to 32), at most B_MAX_GRID each, not both 0.
+ */
+static void grid_list(const char *arg, unsigned int *v, unsigned int *nv,
+		      unsigned long long hi, const char *what)
+{
+	char *copy, *tok, *save;
+
+	*nv = 0;
+	copy = list_dup("--grid", arg);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (*nv == B_MAX_GRID)
+			bad_opt("--grid", "more than %d %s counts", B_MAX_GRID,
+				what);
+		v[(*nv)++] = (unsigned int)opt_uint("--grid", tok, 0, hi,
+						    "a thread count");
+	}
+	free(copy);
+}
+
+static void parse_grid(const char *arg)
+{
+	const char *x = strchr(arg, 'x');
+	char rd[128];
+	unsigned int a, b;
+
+	if (!x || strchr(x + 1, 'x') || (size_t)(x - arg) >= sizeof(rd))
+		bad_opt("--grid", "'%s' is not READERSxWRITERS (e.g. "
+			"0,8x1,2,4,8)", arg);
+	memcpy(rd, arg, (size_t)(x - arg));
+	rd[x - arg] = 0;
+	grid_list(rd, b_opts.grid_r, &b_opts.grid_nr, B_MAX_THREADS,
+		  "reader");
+	grid_list(x + 1, b_opts.grid_w, &b_opts.grid_nw, B_MAX_THREADS / 2,
+		  "writer");
+	for (a = 0; a < b_opts.grid_nr; a++)
+		for (b = 0; b < b_opts.grid_nw; b++)
+			if (!b_opts.grid_r[a] && !b_opts.grid_w[b])
+				bad_opt("--grid", "a cell of 0 readers and 0 "
+					"writers");
+}
+
 /* pcap named in --workload (not through all): it needs --pcap. */
 static bool pcap_named;
 
@@ -441,8 +486,8 @@ static void usage(FILE *f)
 "                     2^10, 2^20, 2^30); default 1M,4M\n"
 "  --workload W[,W]   floor lookup lookup-dep lookup-miss lookup-cold batch\n"
 "                     insert remove churn grow timewait memory flood zipf\n"
-"                     trains pcap writers prefix scan evict pair (default\n"
-"                     all; with --pcap: pcap)\n"
+"                     trains pcap writers prefix scan evict pair scale\n"
+"                     (default all but scale; with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
 "                     plain rte_hash rte_hash-mw rte_hash-mw-jhash\n"
 "                     (default: every backend this library has, and\n"
@@ -470,6 +515,9 @@ static void usage(FILE *f)
 "  --rate R           churn: insert+remove pairs/s per writer, 1 to 1e8\n"
 "                     (default 50000)\n"
 "  --writers W        churn: writer threads beside the readers (1)\n"
+"  --grid RxW         scale: reader counts by writer counts, comma lists\n"
+"                     of at most 8 (readers 0 to 64, writers 0 to 32),\n"
+"                     e.g. 0,8x1,2,4,8 (default 0,1x1,2)\n"
 "  --reps K           repetitions, 1 to 64, the median is reported\n"
 "                     (default 5)\n"
 "  --pin              pin threads to CPUs\n"
@@ -509,6 +557,7 @@ static void parse(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "rate", required_argument, NULL, 'R' },
 		{ "writers", required_argument, NULL, 'V' },
+		{ "grid", required_argument, NULL, 'G' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "v6", no_argument, NULL, '6' },
@@ -548,6 +597,12 @@ static void parse(int argc, char **argv)
 	b_opts.zipf[0] = 1.0;
 	b_opts.nzipf = 1;
 	b_opts.train_mean = 4;
+	b_opts.grid_r[0] = 0;
+	b_opts.grid_r[1] = 1;
+	b_opts.grid_nr = 2;
+	b_opts.grid_w[0] = 1;
+	b_opts.grid_w[1] = 2;
+	b_opts.grid_nw = 2;
 	/* Our own messages: getopt's would not say which value is wrong. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
@@ -579,6 +634,9 @@ static void parse(int argc, char **argv)
 		case 'V':
 			b_opts.writers = (unsigned int)opt_uint(opt, optarg, 1,
 				B_MAX_THREADS / 2, "a thread count");
+			break;
+		case 'G':
+			parse_grid(optarg);
 			break;
 		case 'R':
 			b_opts.write_rate = (unsigned long)opt_uint(opt,
@@ -686,6 +744,13 @@ static void parse(int argc, char **argv)
 			"--help)", argv[optind]);
 	if (impls)
 		check_impls(impls);
+	/*
+	 * scale runs only when named (or through all): a grid of threads
+	 * says little on a machine of few cores, and costs every default
+	 * run its cells.
+	 */
+	if (!w_set)
+		b_opts.workloads &= ~(1ul << W_SCALE);
 	if (b_opts.tsv && (b_opts.json || b_opts.table))
 		bad_opt("--tsv", "not with --json or --table (one format "
 			"at a time)");
@@ -796,6 +861,7 @@ int main(int argc, char **argv)
 		b_run_evict(im, ni, &keys);
 		b_run_pair(im, ni, &keys);
 		b_run_mt(im, ni, &keys);
+		b_run_scale(im, ni, &keys);
 		/* Fixed-size tables of its own: once, with the first size. */
 		if (!s)
 			b_run_flood(im, ni, &keys);

@@ -135,6 +135,18 @@ has '^# stopped: chained on lookup at n=4096 '
 has '^grow	lfht	4096	1	stopped	ns/op	'
 has '^lookup	chained	4096	1	stopped	ns/op	'
 ! $bench --tsv --budget -1 2>/dev/null || fail "--budget -1 accepted"
+# scale: readers beside 1 and 2 writers that recycle their keys; no
+# present key may be missed, nor a write fail (exit status). Only when
+# named; the single-writer peers are named in a note and skipped.
+out=$($bench --tsv --quick --budget 0 --n 4K --reps 1 --workload scale \
+	--grid 0,1x1,2 --impl chained,split,exthash,trie,lfht,plain)
+has '^# scale: plain skipped (no concurrent writers)'
+has '^scale-writes-r0	exthash	4096	2	[0-9]'
+has '^scale-writes-r1/1	trie	4096	2	[0-9]'
+has '^scale-reads-w2	split	4096	1	[0-9]'
+has '^scale-misses	chained	4096	1	0	'
+has '^scale-misses	lfht	4096	1	0	'
+echo "$out" | grep -q '^scale-[a-z0-9/-]*	plain	' && fail "scale of plain"
 # --grown: the resizing implementations again, grown from empty.
 out=$($bench --tsv --n 4K --reps 1 --grown --impl chained,exthash,lfht \
 	--workload lookup,batch,grow --threads 1)

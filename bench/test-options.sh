@@ -48,6 +48,11 @@ refused '--plot: x.txt: the file name must end in .svg or .png' \
 refused '--reps: 0 is not a repetition count' --reps 0
 refused '--rate: 0 is not a rate' --rate 0
 refused '--writers: 0 is not a thread count' --writers 0
+refused "--grid: '8' is not READERSxWRITERS" --grid 8
+refused '--grid: 33 is not a thread count (0 to 32)' --grid 1x33
+refused '--grid: a cell of 0 readers and 0 writers' --grid 0,1x0,1
+refused '--grid: more than 8 reader counts' --grid 1,2,3,4,5,6,7,8,9x1
+refused "--grid: '1,,2' has an empty item" --grid 1,,2x1
 refused '--train: 0.5 is not a mean train length' --train 0.5
 refused '--tw-share: 1.5 is not a share' --tw-share 1.5
 refused "--budget: '2s' is not a number" --budget 2s
