@@ -194,9 +194,15 @@ unsigned long ct_xh_fill_updates;
 #define XH_HALVE_SHIFT	3
 #define XH_ENTRIES_PER_SLOT	4
 /*
- * Entry counters, sharded by the low hash bits (uniform whatever the top
- * bits share) so that writers on different chains rarely share one; only
- * the directory's growth decision sums them.
+ * Entry counters, one line each, a shard per writer thread (drawn once,
+ * round robin, xh_count_add): only the directory's growth decision sums
+ * them. They were sharded by the low hash bits, 16 words on two lines,
+ * so nearly every write of several writers took a locked add on a line
+ * another writer had just written: the one table-wide line a recycling
+ * writer wrote (segment locks and chains are spread over the table),
+ * which held exthash's writers to 3x from 1 to 8 where chained's made
+ * 6.5x (issue 38; doc/performance.md, "Many cores"). A thread's own
+ * shard stays in its cache; 16 lines are 1 KiB a table.
  */
 #define XH_NCOUNT	16
 /* Directories from this size on are mapped, not malloced. */
@@ -247,7 +253,7 @@ struct ct_exthash {
 
 	struct {
 		long n;			/* atomic (relaxed) */
-	} count[XH_NCOUNT] __attribute__((aligned(CT_CACHELINE)));
+	} __attribute__((aligned(CT_CACHELINE))) count[XH_NCOUNT];
 };
 
 _Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
@@ -696,11 +702,33 @@ static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
 	x->fill = 0;
 }
 
-/* Entries of hash @h added (or removed, negative) by a writer. */
-static void xh_count_add(struct ct_exthash *x, uint32_t h, long n)
+/*
+ * The calling thread's counter shard, the same for every table: drawn
+ * once, round robin, so that up to XH_NCOUNT writers each have one.
+ */
+static unsigned int xh_shard_next;
+static CT_TLS unsigned int xh_shard_mine = -1u;
+
+static inline unsigned int xh_shard(void)
+{
+	if (__builtin_expect(xh_shard_mine == -1u, 0))
+		xh_shard_mine = __atomic_fetch_add(&xh_shard_next, 1,
+						   __ATOMIC_RELAXED) %
+				XH_NCOUNT;
+	return xh_shard_mine;
+}
+
+/*
+ * Entries added (or removed, negative) by a writer, on its own shard.
+ * Relaxed: the sum is a hint for a resize decision, never a snapshot
+ * (a shard may go negative where a thread removes what others put in;
+ * only the sum means anything), and threads beyond XH_NCOUNT share
+ * shards, so the add is atomic.
+ */
+static void xh_count_add(struct ct_exthash *x, long n)
 {
 	if (n)
-		__atomic_fetch_add(&x->count[h & (XH_NCOUNT - 1)].n, n,
+		__atomic_fetch_add(&x->count[xh_shard()].n, n,
 				   __ATOMIC_RELAXED);
 }
 
@@ -1294,7 +1322,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	vs->count--;
 	if (v->node->ct_state == CONNTAB_TIMEWAIT)
 		vs->tw--;
-	xh_count_add(x, v->node->ct_hash, -1);
+	xh_count_add(x, -1);
 	ct_victim_unlock(v, &s->lock);
 	return true;
 }
@@ -1329,7 +1357,7 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 			}
 		}
 		xh_apply(o, &d);
-		xh_count_add(x, n->ct_hash, d.entries);
+		xh_count_add(x, d.entries);
 		xh_grow_locked(x, s, &d);
 		ct_spin_unlock(&s->lock);
 		xh_resize_step(x);
@@ -1391,7 +1419,7 @@ static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 	head = xh_write_begin(x, n->ct_hash, &s, &o);
 	err = ct_chain_remove_locked(t, head, n, &d, claimed);
 	xh_apply(o, &d);
-	xh_count_add(x, n->ct_hash, d.entries);
+	xh_count_add(x, d.entries);
 	if (s->splitting) {
 		/* A split in progress is finished before any merge. */
 		xh_split_step(x, s);
