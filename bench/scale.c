@@ -19,8 +19,11 @@
  * scale-reads-wW (lookups/s of the R readers, threads R), scale-writes-rR
  * (writes/s, remove and insert each one, of the W writers, threads W),
  * scale-writes-rR/1 (writes with W writers over writes with one, per
- * repetition: the writers' scaling, when the grid has W = 1), and
- * scale-misses once per table. Implementations that take concurrent
+ * repetition: the writers' scaling, when the grid has W = 1),
+ * scale-wcpu-rR (the writers' CPU ns per write, summed over them: on a
+ * machine with fewer free cores than threads the wall clock shows the
+ * scheduler, while a line that bounces between writers still shows in
+ * their CPU time), and scale-misses once per table. Implementations that take concurrent
  * writers (BI_MT); the others are named in a note and skipped.
  */
 #include "config.h"
@@ -56,6 +59,7 @@ struct sc_thread {
 	/* Written by the thread (relaxed), read by the main thread. */
 	size_t ops __attribute__((aligned(B_LINE)));
 	size_t misses, fails;
+	uint64_t cpu_ns, writes;	/* writers: CPU time of their run */
 } __attribute__((aligned(B_LINE)));
 
 static void sc_start(struct sc_thread *s)
@@ -123,6 +127,7 @@ static void *sc_writer(void *arg)
 	size_t n = s->slice, i = 0, j, done = 0, fails = 0;
 	/* Two sets of objects: one linked, one waiting out a grace period. */
 	char *set[2], *cur, *nxt;
+	uint64_t c0;
 
 	sc_start(s);
 	set[0] = b_alloc(n * B_OBJ);
@@ -134,6 +139,7 @@ static void *sc_writer(void *arg)
 	__atomic_add_fetch(s->ready, 1, __ATOMIC_RELEASE);
 	while (!*s->go)
 		sched_yield();
+	c0 = b_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (;;) {
 		char *tmp;
 
@@ -158,6 +164,8 @@ static void *sc_writer(void *arg)
 		cur = nxt;
 		nxt = tmp;
 	}
+	s->cpu_ns = b_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	s->writes = done;
 	/* Leave the table as it was: [0, stop) in nxt, [stop, n) in cur. */
 	for (j = 0; j < n; j++)
 		fails += im->remove(s->t, (j < i ? nxt : cur) + j * B_OBJ) != 0;
@@ -203,13 +211,14 @@ static void sc_sleep(uint64_t ns)
  */
 static void scale_cell(struct bench_table *tb, const struct bench_keys *k,
 		       unsigned int nr, unsigned int nw, size_t slice,
-		       double *lps, double *wps, size_t *miss)
+		       double *lps, double *wps, double *wcpu, size_t *miss)
 {
 	static struct sc_thread rd[B_MAX_THREADS], wr[B_MAX_THREADS];
 	uint64_t dur = b_opts.quick ? 50000000ull : 400000000ull, t0, t1;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool pin = ncpu > 0 && nr + nw <= (unsigned long)ncpu;
 	size_t l0, l1, w0, w1, fails = 0;
+	uint64_t cpu = 0, writes = 0;
 	volatile int go = 0, stop = 0;
 	int ready = 0;
 	unsigned int i;
@@ -245,17 +254,21 @@ static void scale_cell(struct bench_table *tb, const struct bench_keys *k,
 	for (i = 0; i < nw; i++) {
 		pthread_join(wr[i].tid, NULL);
 		fails += wr[i].fails;
+		cpu += wr[i].cpu_ns;
+		writes += wr[i].writes;
 	}
 	if (fails)
 		b_failed("%s scale %ux%u: %zu writes failed", tb->im->name, nr,
 			 nw, fails);
 	*lps = nr ? (double)(l1 - l0) * 1e9 / (double)(t1 - t0) : NAN;
 	*wps = nw ? (double)(w1 - w0) * 1e9 / (double)(t1 - t0) : NAN;
+	*wcpu = writes ? (double)cpu / (double)writes : NAN;
 }
 
 /* Figures of one grid: [reader count][writer count][impl][rep]. */
 static double sc_lps[B_MAX_GRID][B_MAX_GRID][B_MAX_IMPLS][B_MAX_REPS];
 static double sc_wps[B_MAX_GRID][B_MAX_GRID][B_MAX_IMPLS][B_MAX_REPS];
+static double sc_wcpu[B_MAX_GRID][B_MAX_GRID][B_MAX_IMPLS][B_MAX_REPS];
 
 /* Rows of one cell; NaN figures (a budget stop) make them "stopped". */
 static void scale_rows(const struct bench_impl *im, size_t i, size_t n,
@@ -275,6 +288,9 @@ static void scale_rows(const struct bench_impl *im, size_t i, size_t n,
 	memcpy(v, sc_wps[a][b][i], sizeof(v));
 	snprintf(name, sizeof(name), "scale-writes-r%u", nr);
 	b_result(im, name, n, nw, v, "writes/s", R_NONE, true);
+	memcpy(v, sc_wcpu[a][b][i], sizeof(v));
+	snprintf(name, sizeof(name), "scale-wcpu-r%u", nr);
+	b_result(im, name, n, nw, v, "ns/op", R_NONE, false);
 	if (one < 0 || nw == 1)
 		return;
 	/* Per repetition (same conditions), then the median. */
@@ -330,16 +346,17 @@ void b_run_scale(const struct bench_impl **all, size_t nall,
 				for (i = 0; i < ni; i++) {
 					double *l = &sc_lps[a][b][i][rep];
 					double *w = &sc_wps[a][b][i][rep];
+					double *c = &sc_wcpu[a][b][i][rep];
 
-					*l = *w = NAN;
+					*l = *w = *c = NAN;
 					if (!b_budget_enter(B_W(W_SCALE), im[i],
 							    n, "scale"))
 						continue;
 					scale_cell(&tb[i], k, b_opts.grid_r[a],
 						   b_opts.grid_w[b], slice, l,
-						   w, &miss[i]);
+						   w, c, &miss[i]);
 					if (!b_budget_leave())
-						*l = *w = NAN;
+						*l = *w = *c = NAN;
 				}
 			}
 	for (i = 0; i < ni; i++) {

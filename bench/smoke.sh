@@ -145,6 +145,7 @@ has '^scale-writes-r0	exthash	4096	2	[0-9]'
 has '^scale-writes-r1/1	trie	4096	2	[0-9]'
 has '^scale-reads-w2	split	4096	1	[0-9]'
 has '^scale-misses	chained	4096	1	0	'
+has '^scale-wcpu-r1	exthash	4096	2	[0-9]'
 has '^scale-misses	lfht	4096	1	0	'
 echo "$out" | grep -q '^scale-[a-z0-9/-]*	plain	' && fail "scale of plain"
 # --grown: the resizing implementations again, grown from empty.
