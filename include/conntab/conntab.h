@@ -145,6 +145,11 @@ struct conntab_key {
  * line, where only pair operations and walks read it: 72 bytes since 0.4
  * (libconntab.so.3), when the first line had no room left for it.
  *
+ * A hit reads the node's first 56 bytes only. An object aligned to 64
+ * bytes that puts up to 8 bytes of its hottest fields before the node
+ * gets them on the line the hit already read (doc/performance.md, "The
+ * node and the user's line").
+ *
  * All fields are private; read them with conntab_node_key() and
  * conntab_node_state(), initialise with conntab_node_init().
  */
