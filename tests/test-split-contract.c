@@ -129,9 +129,8 @@ static void test_backend(enum conntab_backend be)
 	if (!t)
 		return;
 	conntab_stats(t, &st);
-	/* Split: a pair of heads a bucket; chained: six slots a line. */
-	CHECK(st.entries == 0 && st.memory > 0 &&
-	      st.buckets == (be == CONNTAB_SPLIT ? 64u : 16u));
+	/* A line of slots a bucket, 4 nodes a line at the hint. */
+	CHECK(st.entries == 0 && st.memory > 0 && st.buckets == 16u);
 
 	for (i = 0; i < N; i++) {
 		conntab_node_init(&conns[i].node);
@@ -298,9 +297,8 @@ static void test_backend(enum conntab_backend be)
 	mkkey(&k, 10);
 	CHECK(conntab_insert(t, &conns[10].node, &k) == 0);
 	conntab_stats(t, &st);
-	/* 1000 expected: 1024 heads, or 256 lines of six slots (4 a line). */
-	CHECK(st.entries == 10 &&
-	      st.buckets == (be == CONNTAB_SPLIT ? 1024u : 256u));
+	/* 1000 expected: 256 lines of slots (4 a line). */
+	CHECK(st.entries == 10 && st.buckets == 256u);
 	released = 0;
 	conntab_destroy(t, release_fn);
 	CHECK(released == 10);

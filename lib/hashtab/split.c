@@ -1,54 +1,70 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * CONNTAB_SPLIT: an established and a time-wait chain side by side in every
- * bucket (Eric Dumazet's ehash layout, 2007).
+ * CONNTAB_SPLIT: established and time-wait entries apart in every bucket
+ * (Eric Dumazet's ehash layout, 2007), on CONNTAB_CHAINED's bucket of
+ * tagged slots (slots.h).
  *
- * Layout. Bucket b is two chain heads, 16 bytes:
+ * Layout. Bucket b is one cache line:
  *
- *	heads[2b]	established chain, ends in ct_nulls(2b)
- *	heads[2b + 1]	time-wait chain, ends in ct_nulls(2b + 1)
+ *	tags		a tag byte for each established slot, 0 if free
+ *	over		established overflow chain, ends in ct_nulls(2b)
+ *	tw		time-wait chain, ends in ct_nulls(2b + 1)
+ *	slot[5]		established nodes
  *
- * so four buckets share a 64-byte line and the array is aligned to a line
- * (heads.h): a lookup of either state loads one bucket line, then the nodes
- * it walks (link, hash and key share a node's line, conntab.h). An
- * established hit costs two lines, as in CONNTAB_CHAINED, and time-wait
- * entries, often the majority on a busy server, do not lengthen the chains
- * that established lookups walk. The bucket count is a power of two
- * >= expected, so the two chains of a bucket hold one node on average at
- * the sizing hint. Writers lock the stripe of the key's hash (lock.h); a
- * stripe covers whole buckets, so it guards both chains of a bucket.
+ * An established lookup loads the line, compares its tag with the five
+ * in one word operation and reads the node whose tag is its own: a hit
+ * costs the bucket's line and the node's, as in CONNTAB_CHAINED. Time-wait
+ * entries, often the majority on a busy server, take no slot and do not
+ * lengthen the overflow chains that established lookups walk. The table
+ * has chained's bucket count (ct_slots_buckets_for(): 2 to 4 nodes a
+ * bucket at the sizing hint, 16 to 32 bytes an entry, the bytes two chain
+ * heads a bucket took at 1 to 2 nodes a bucket). Five slots instead of
+ * six: at 4 established nodes a bucket 10.3% of them overflow to the
+ * chain (4.9% with six), at 2, 1.1% (0.3%): the Poisson tails, as
+ * tests/test-slots.c measures them for six. Writers lock the stripe of
+ * the key's hash (lock.h); a stripe covers whole buckets, so it guards
+ * the whole line.
  *
- * Invariant (S): a node is on its bucket's established chain iff its state
- * is CONNTAB_ESTABLISHED, else on the time-wait chain, except inside a
- * writer's critical section that moves it. Writers find a node's chain
- * from its state.
+ * Invariants (writers hold the bucket's stripe lock):
  *
- * Invariant (R): every store a writer makes to a link that readers follow
- * is a release store (push, unlink, move). A reader that reads one of them
- * and then issues an acquire fence sees everything writers did before it
- * under that stripe's lock (the lock orders them).
+ *  T1  A node is on its bucket's established side (a slot or the
+ *      overflow chain) iff its state is CONNTAB_ESTABLISHED, else on the
+ *      time-wait chain, except inside a writer's critical section that
+ *      moves it. Writers find a node's side from its state.
+ *  T2  Slots as slots.h S1: a writer fills a slot with a release store of
+ *      the initialised node, then publishes its tag (release); it empties
+ *      one tag first, then the slot, both release stores. A reader loads
+ *      the tag word with acquire before any slot. Under the lock tag i is
+ *      0 exactly when slot i is NULL.
+ *  T3  A slotted node's link is ct_nulls(2b) (slots.h S3), until it moves
+ *      to the time-wait chain; a node never moves from a slot to the
+ *      overflow chain or back, and never leaves the time-wait chain but
+ *      by removal (a recycle links a fresh node). So the only node that
+ *      changes place is an established one going to time-wait, in place.
+ *  T4  Every store a writer makes that takes a key off a place readers
+ *      look (a tag, a slot, a chain link) is a release store made after
+ *      the stores that put the key in its new place (R below).
  *
- * Readers scan the established chain, then the time-wait chain. Keys move
- * between the two chains of their bucket in two ways:
+ * Readers scan the established side (slots, then the overflow chain),
+ * then the time-wait chain. Keys move between the sides in two ways:
  *
- *  - est -> tw (conntab_timewait), along the scan order. The key is linked
- *    into the tw chain before it is unlinked from the est chain (the same
- *    node with ct_chain_move(), or a separate tw node pushed first). By (R)
- *    and the reader's fence between its two scans, a reader that finds the
- *    key gone from est finds it on tw. A reader standing on a node while it
- *    moves follows it into the tw chain, ends on the tw marker and restarts
- *    its est scan (chain.h).
+ *  - est -> tw (conntab_timewait), along the scan order. The key is
+ *    linked into the tw chain before it leaves its slot or the overflow
+ *    chain (the same node, or a separate tw node pushed first). By T4 and
+ *    the reader's acquire fence between its two scans, a reader that
+ *    finds the key gone from the established side (its tag or slot
+ *    cleared, or unlinked from the chain) finds it on tw. A reader
+ *    standing on an overflow node while it moves follows it into the tw
+ *    chain, ends on the tw marker and restarts its chain scan (chain.h);
+ *    one that read a slot has the node already and needs no link.
  *
- *  - tw -> est (conntab_insert_recycle), against the scan order: a reader
- *    could scan est before the new node is pushed and tw after the old one
- *    is unlinked, and miss both. The stripe's seq is odd for the duration
- *    of such a move. A hit needs no check; a miss is trusted only after a
- *    scan of both chains that started on an even seq and ended on the same
- *    seq (split_find_slow). So the hit path stays one bucket line plus the
- *    nodes walked, and only misses read the stripe's line.
- *
- * Nodes never leave a tw chain for another chain (recycling links a fresh
- * node into est), so a reader on a tw chain is never diverted.
+ *  - tw -> est (conntab_insert_recycle), against the scan order: a
+ *    reader could scan est before the new node is published and tw after
+ *    the old one is unlinked, and miss both. The stripe's seq is odd for
+ *    the duration of such a move. A hit needs no check; a miss is trusted
+ *    only after a scan of both sides that started on an even seq and
+ *    ended on the same seq (split_find_slow). So the hit path stays the
+ *    bucket line plus the node, and only misses read the stripe's line.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -59,15 +75,29 @@
 #include "../evict.h"
 #include "hash-ops.h"
 #include "heads.h"
+#include "../mem.h"
 #include "../probes.h"
+#include "slots.h"
 #include "walk.h"
 
-/* Smallest table, for expected = 0. */
-#define CT_SPLIT_MIN_BUCKETS	64
+/* Established slots a bucket: the line less the tags and two heads. */
+#define SPLIT_SLOTS	5
+/* The high bit of each tag byte in use (bytes 0 .. SPLIT_SLOTS - 1). */
+#define SPLIT_HIGH	(0x8080808080808080ull >> (8 * (8 - SPLIT_SLOTS)))
+
+struct split_bucket {
+	uint64_t tags;			/* byte i: tag of slot i, 0 if free */
+	struct conntab_node *over;	/* est overflow, ends ct_nulls(2b) */
+	struct conntab_node *tw;	/* time-wait, ends ct_nulls(2b + 1) */
+	struct conntab_node *slot[SPLIT_SLOTS];
+} __attribute__((aligned(CT_CACHELINE)));
+
+_Static_assert(sizeof(struct split_bucket) == CT_CACHELINE,
+	       "a bucket is one cache line");
 
 struct ct_split {
 	struct conntab base;
-	struct conntab_node **heads;	/* 2 per bucket: est, tw */
+	struct split_bucket *buckets;
 	uint32_t mask;			/* buckets - 1 */
 	struct ct_locks locks;
 };
@@ -77,22 +107,34 @@ static inline struct ct_split *ct_split(struct conntab *t)
 	return (struct ct_split *)t;
 }
 
-/* Chain ids (and head indices) of bucket @b: est is 2b, tw is 2b + 1. */
-static inline uintptr_t split_est_id(uint32_t b)
+static inline struct split_bucket *split_bucket(struct ct_split *sp,
+						uint32_t h)
+{
+	return &sp->buckets[h & sp->mask];
+}
+
+/* Chain ids of bucket @b: the overflow chain's is 2b, tw's 2b + 1. */
+static inline uintptr_t split_est_id(size_t b)
 {
 	return 2 * (uintptr_t)b;
 }
 
-static inline struct conntab_node **split_head(struct ct_split *sp,
-					       uint32_t b, int state)
+static size_t split_memory(size_t nb)
 {
-	return &sp->heads[split_est_id(b) + (state == CONNTAB_TIMEWAIT)];
+	return nb * sizeof(struct split_bucket);
+}
+
+/* One bit per slot whose tag in @tags is that of hash @h. */
+static inline uint64_t split_match(uint64_t tags, uint32_t h)
+{
+	return ct_slots_zero_bytes(tags ^ (ct_slots_tag(h) * CT_SLOTS_LOW)) &
+	       SPLIT_HIGH;
 }
 
 static struct conntab *split_create(const struct conntab *tmpl,
 				    const struct conntab_config *cfg)
 {
-	size_t nb = ct_buckets_for(cfg->expected, CT_SPLIT_MIN_BUCKETS);
+	size_t i, nb = ct_slots_buckets_for(cfg->expected);
 	struct ct_split *sp;
 
 	sp = aligned_alloc(CT_CACHELINE, sizeof(*sp));
@@ -101,39 +143,172 @@ static struct conntab *split_create(const struct conntab *tmpl,
 	memset(sp, 0, sizeof(*sp));
 	sp->base = *tmpl;
 	sp->mask = (uint32_t)(nb - 1);
-	sp->heads = ct_heads_alloc(2 * nb);
-	if (!sp->heads)
+	/* Zeroed: every slot free (T2). */
+	sp->buckets = ct_array_alloc(split_memory(nb));
+	if (!sp->buckets)
 		goto nomem;
+	for (i = 0; i < nb; i++) {
+		sp->buckets[i].over = ct_nulls(split_est_id(i));
+		sp->buckets[i].tw = ct_nulls(split_est_id(i) + 1);
+	}
 	if (ct_locks_init(&sp->locks, nb))
 		goto nomem;
 	return &sp->base;
 nomem:
-	if (sp)
-		ct_heads_free(sp->heads, 2 * nb);
+	if (sp && sp->buckets)
+		ct_array_free(sp->buckets, split_memory(nb));
 	free(sp);
 	errno = ENOMEM;
 	return NULL;
+}
+
+static void split_release(struct conntab_node *n,
+			  void (*release)(struct conntab_node *))
+{
+	ct_node_release(n);
+	if (release)
+		release(n);	/* may free n */
+}
+
+static void split_release_chain(struct conntab_node *n,
+				void (*release)(struct conntab_node *))
+{
+	struct conntab_node *next;
+
+	for (; !ct_is_nulls(n); n = next) {
+		next = n->ct_next;
+		split_release(n, release);
+	}
 }
 
 static void split_destroy(struct conntab *t,
 			  void (*release)(struct conntab_node *))
 {
 	struct ct_split *sp = ct_split(t);
+	struct split_bucket *bk;
+	size_t i, j;
 
-	ct_heads_release(sp->heads, 2 * ((size_t)sp->mask + 1), release);
+	for (i = 0; i <= sp->mask; i++) {
+		bk = &sp->buckets[i];
+		for (j = 0; j < SPLIT_SLOTS; j++)
+			if (bk->slot[j])
+				split_release(bk->slot[j], release);
+		split_release_chain(bk->over, release);
+		split_release_chain(bk->tw, release);
+	}
 	ct_locks_fini(&sp->locks);
-	ct_heads_free(sp->heads, 2 * ((size_t)sp->mask + 1));
+	ct_array_free(sp->buckets, split_memory((size_t)sp->mask + 1));
 	free(sp);
+}
+
+/*
+ * Writer (stripe locked): the established node of key @k in @bk, with
+ * *@slot its slot, or -1 and *@pprev its overflow link; or NULL with
+ * *@len the nodes on the overflow chain.
+ */
+static struct conntab_node *split_est_find_locked(struct split_bucket *bk,
+						  uint32_t h,
+						  const struct conntab_key *k,
+						  int *slot,
+						  struct conntab_node ***pprev,
+						  size_t *len)
+{
+	uint64_t m = split_match(bk->tags, h);
+	struct conntab_node *n;
+
+	for (; m; m &= m - 1) {
+		n = bk->slot[ct_slots_first(m)];
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k)) {
+			*slot = (int)ct_slots_first(m);
+			*pprev = NULL;
+			return n;
+		}
+	}
+	*slot = -1;
+	return ct_chain_find_locked(&bk->over, h, k, pprev, len);
+}
+
+/* Writer (stripe locked): the slot holding @n, or -1. */
+static int split_slot_index(const struct split_bucket *bk,
+			    const struct conntab_node *n)
+{
+	int i;
+
+	for (i = 0; i < SPLIT_SLOTS; i++)
+		if (bk->slot[i] == n)
+			return i;
+	return -1;
+}
+
+/*
+ * Writer (stripe locked): publish initialised established @n, whose key
+ * is on no established place of @bk, in a free slot, or at the overflow
+ * chain's head if none is (T2, T3). True if it took a slot.
+ */
+static bool split_est_put(struct split_bucket *bk, uintptr_t id,
+			  struct conntab_node *n)
+{
+	uint64_t tags = bk->tags, fr = ct_slots_free(tags) & SPLIT_HIGH;
+	unsigned int i;
+
+	if (!fr) {
+		ct_chain_push(&bk->over, n);
+		return false;
+	}
+	i = ct_slots_first(fr);
+	n->ct_next = ct_nulls(id);		/* T3 */
+	ct_delay(CT_DP_SLOT_PUB);
+	ct_rcu_assign(bk->slot[i], n);		/* pairs with ct_rcu_deref */
+	ct_delay(CT_DP_SLOT_PUB_TAG);
+	/* Release: a reader that sees the tag sees the slot (T2). */
+	__atomic_store_n(&bk->tags, tags | ct_slots_tag(n->ct_hash) << (8 * i),
+			 __ATOMIC_RELEASE);
+	return true;
+}
+
+/*
+ * Writer (stripe locked): take established @n off slot @slot, or off the
+ * overflow link *@pprev. Tag first, then slot (T2); all release stores,
+ * so a reader that sees any of them gone and fences sees what this writer
+ * did before under the lock, such as @n's key pushed on tw (T4).
+ */
+static void split_est_unlink(struct split_bucket *bk, int slot,
+			     struct conntab_node **pprev,
+			     struct conntab_node *n)
+{
+	if (slot < 0) {
+		ct_chain_unlink_release(pprev, n);
+		return;
+	}
+	ct_delay(CT_DP_SLOT_UNLINK);
+	__atomic_store_n(&bk->tags, bk->tags & ~(0xffull << (8 * slot)),
+			 __ATOMIC_RELEASE);
+	ct_delay(CT_DP_SLOT_UNLINK);
+	__atomic_store_n(&bk->slot[slot], NULL, __ATOMIC_RELEASE);
+}
+
+/*
+ * Writer (stripe locked): where established @n is: its slot, or -1 and
+ * *@pprev its overflow link. False if it is on neither.
+ */
+static bool split_est_where(struct split_bucket *bk, struct conntab_node *n,
+			    int *slot, struct conntab_node ***pprev)
+{
+	*pprev = NULL;
+	*slot = split_slot_index(bk, n);
+	if (*slot >= 0)
+		return true;
+	*pprev = ct_chain_pprev(&bk->over, n);
+	return *pprev != NULL;
 }
 
 /*
  * Bracket a move against the readers' scan order (writer, stripe locked).
  * The odd store needs no fence of its own: every store of the move that a
- * reader can read is a link store, and those are release stores (R), each
- * of which orders the odd store before it. So a reader that reads any of
- * them and then fences (split_find_slow) sees seq changed. (A release
- * fence here said the same a second time, and is one ThreadSanitizer
- * cannot see.)
+ * reader can read is a release store (T2, chain.h), each of which orders
+ * the odd store before it. So a reader that reads any of them and then
+ * fences (split_find_slow) sees seq changed. (A release fence here said
+ * the same a second time, and is one ThreadSanitizer cannot see.)
  */
 static inline void split_seq_begin(struct ct_stripe *s)
 {
@@ -151,27 +326,28 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 			       struct conntab_node **recycled)
 {
 	struct ct_split *sp = ct_split(t);
-	uint32_t h = n->ct_hash, b = h & sp->mask;
-	struct conntab_node **est = split_head(sp, b, CONNTAB_ESTABLISHED);
-	struct conntab_node **tw = split_head(sp, b, CONNTAB_TIMEWAIT);
-	struct conntab_node **pprev, *old;
-	size_t nest, ntw;
+	uint32_t h = n->ct_hash;
+	struct split_bucket *bk = split_bucket(sp, h);
+	uintptr_t id = split_est_id(h & sp->mask);
+	struct conntab_node **pprev = NULL, *old;
+	size_t nover = 0;
+	int slot;
 
-	old = ct_chain_find_locked(est, h, &n->ct_key, &pprev, &nest);
+	old = split_est_find_locked(bk, h, &n->ct_key, &slot, &pprev, &nover);
 	if (old)	/* a pair's half whose step may yet fail (P2) */
 		return ct_node_check_locked(old, t, false) == CT_ECLAIMED ?
 		       CT_ECLAIMED : -EEXIST;
-	old = ct_chain_find_locked(tw, h, &n->ct_key, &pprev, &ntw);
+	old = ct_chain_find_locked(&bk->tw, h, &n->ct_key, &pprev, NULL);
 	if (old) {
 		if (!recycled)
 			return -EEXIST;
 		/*
-		 * tw -> est: push first, so the key is on a chain at every
-		 * instant; seq odd meanwhile, since a reader scans est before
-		 * tw (see top of file).
+		 * tw -> est: publish first, so the key is in the bucket at
+		 * every instant; seq odd meanwhile, since a reader scans
+		 * est before tw (see top of file).
 		 */
 		split_seq_begin(s);
-		ct_chain_push(est, n);
+		split_est_put(bk, id, n);
 		ct_chain_unlink_release(pprev, old);
 		ct_delay(CT_DP_SP_PUB_SEQ_END);
 		split_seq_end(s);
@@ -182,10 +358,10 @@ static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 	}
 	if (!ct_reserve(t, n))
 		return -ENOSPC;
-	ct_chain_push(est, n);
+	/* The path a lookup of the key walks: its slot, or the chain. */
+	nover = split_est_put(bk, id, n) ? 1 : nover + 1;
 	ct_stripe_add(s, 1, 0);
-	/* A miss in this bucket passes both chains. */
-	ct_probe_chain(t, h, nest + 1 + ntw);
+	ct_probe_chain(t, h, nover);
 	return 0;
 }
 
@@ -200,39 +376,120 @@ static int split_insert(struct conntab *t, struct conntab_node *n,
 }
 
 /*
- * At the cap, evict a sampled node of either chain (a plain unlink, as
- * split_remove: no move, no seq) and link @n in its place in the count.
+ * Sample source of an eviction: the slots and both chains of bucket @b, a
+ * unit for its line, a unit for each node ranked or walked (evict.h).
  */
+static inline __attribute__((always_inline)) void
+split_sample_bucket(void *ctx, size_t b, struct ct_stripe *s,
+		    struct ct_victim *v)
+{
+	struct split_bucket *bk = &((struct ct_split *)ctx)->buckets[b];
+	unsigned int i;
+
+	ct_victim_spend(v);
+	for (i = 0; i < SPLIT_SLOTS && !ct_victim_done(v); i++) {
+		if (!bk->slot[i] || !ct_victim_take(v))
+			continue;
+		ct_victim_walk(v);
+		ct_victim_offer(v, bk->slot[i], &bk->over, s, &s->lock);
+	}
+	ct_victim_chain(v, &bk->over, s, &s->lock);
+	ct_victim_chain(v, &bk->tw, s, &s->lock);
+}
+
+/* A hint (heads.h): the bucket's slotted nodes and its chains' first. */
+static void split_prefetch_nodes(struct split_bucket *bk)
+{
+	unsigned int i;
+
+	for (i = 0; i < SPLIT_SLOTS; i++) {
+		struct conntab_node *n = __atomic_load_n(&bk->slot[i],
+							 __ATOMIC_RELAXED);
+
+		if (n)
+			__builtin_prefetch(n);
+	}
+	ct_chain_prefetch(&bk->over);
+	ct_chain_prefetch(&bk->tw);
+}
+
+static inline __attribute__((always_inline)) void
+split_sample_ahead(void *ctx, size_t b)
+{
+	split_prefetch_nodes(&((struct ct_split *)ctx)->buckets[b]);
+}
+
+/*
+ * Writer (@n's stripe locked): take @n off its bucket, on the side its
+ * state names (T1), with release stores (a plain unlink: no move, no
+ * seq). False if it is not there.
+ */
+static bool split_unlink(struct ct_split *sp, struct conntab_node *n)
+{
+	struct split_bucket *bk = split_bucket(sp, n->ct_hash);
+	struct conntab_node **pprev = NULL;
+	int slot;
+
+	if (n->ct_state == CONNTAB_TIMEWAIT) {
+		if (!(pprev = ct_chain_pprev(&bk->tw, n)))
+			return false;
+		ct_chain_unlink_release(pprev, n);
+		return true;
+	}
+	if (!split_est_where(bk, n, &slot, &pprev))
+		return false;
+	split_est_unlink(bk, slot, pprev, n);
+	return true;
+}
+
+/*
+ * At the cap, evict a sampled node of either side for @n (key absent,
+ * checked under the stripe @s we hold): the victim's reservation passes
+ * to @n. -ENOSPC with v->busy: the sample met another writer step.
+ */
+static int split_evict(struct ct_split *sp, struct ct_stripe *s,
+		       struct conntab_node *n, struct ct_victim *v,
+		       struct conntab_node **evicted)
+{
+	struct ct_stripe *vs;
+	uint32_t h = n->ct_hash;
+
+	ct_victim_thin_table(v, &sp->base, (size_t)sp->mask + 1);
+	if (!ct_stripes_sample((size_t)sp->mask + 1, &sp->locks, s,
+			       h & sp->mask, v, split_sample_bucket,
+			       split_sample_ahead, sp))
+		return -ENOSPC;
+	vs = v->owner;
+	ct_delay(CT_DP_EVICT_UNLINK);
+	split_unlink(sp, v->node);
+	ct_node_release(v->node);
+	ct_stripe_add(vs, -1, -(v->node->ct_state == CONNTAB_TIMEWAIT));
+	ct_victim_unlock(v, &s->lock);
+	split_est_put(split_bucket(sp, h), split_est_id(h & sp->mask), n);
+	ct_stripe_add(s, 1, 0);
+	*evicted = v->node;
+	return 0;
+}
+
 static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 			      ct_rank_fn rank, void *arg,
 			      struct conntab_node **evicted)
 {
 	struct ct_split *sp = ct_split(t);
-	size_t nb = (size_t)sp->mask + 1;
-	uint32_t h = n->ct_hash;
 	unsigned int tries = 0;
 	struct ct_victim v;
 	struct ct_stripe *s;
 	int err;
 
 	for (;;) {
-		s = ct_lock_hash(&sp->locks, h);
+		s = ct_lock_hash(&sp->locks, n->ct_hash);
 		err = split_insert_locked(t, s, n, NULL);
+		/* -ENOSPC comes after the key check: the key is absent. */
 		if (err == -ENOSPC) {
 			ct_victim_init(&v, t, rank, arg);
 			v.self = n->ct_peer;
 			v.tries = tries;
-			ct_victim_thin_table(&v, t, nb);
-			if (ct_heads_sample(sp->heads, nb, 2, &sp->locks, s,
-					    h & sp->mask, &v)) {
-				ct_heads_evict(&v, s);
-				ct_chain_push(split_head(sp, h & sp->mask,
-							 CONNTAB_ESTABLISHED),
-					      n);
-				ct_stripe_add(s, 1, 0);
-				*evicted = v.node;
-				err = 0;
-			}
+			err = split_evict(sp, s, n, &v, evicted);
 		}
 		ct_unlock_stripe(s);
 		/* -ENOSPC after a sample another writer crossed: again. */
@@ -241,39 +498,69 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 	}
 }
 
-/* Reader: one pass over the est chain, then the tw chain of bucket @b. */
+/*
+ * Reader: the established side of bucket @bk (id @id): the slots whose
+ * tag is @h's, then the overflow chain.
+ */
 static inline struct conntab_node *
-split_scan(struct ct_split *sp, uint32_t b, uint32_t h,
-	   const struct conntab_key *k)
+split_est_lookup(const struct split_bucket *bk, uintptr_t id, uint32_t h,
+		 const struct conntab_key *k)
 {
-	uintptr_t id = split_est_id(b);
+	/* Acquire: pairs with the tag store after the slot's (T2). */
+	uint64_t m = split_match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE),
+				 h);
 	struct conntab_node *n;
 
-	n = ct_chain_lookup(&sp->heads[id], id, h, k);
+	for (; m; m &= m - 1) {
+		ct_delay(CT_DP_SLOT_READ);
+		n = ct_rcu_deref(bk->slot[ct_slots_first(m)]);
+		if (!n)
+			continue;	/* emptied since the tags: T4 */
+		/* The caller's data begins on the node's second line. */
+		__builtin_prefetch((const char *)n + CT_CACHELINE);
+		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
+			return n;
+	}
+	/*
+	 * An overflow node never goes to a slot (T3): the chain walk,
+	 * restarting if a move to tw diverted it, misses none there.
+	 */
+	return ct_chain_lookup(&bk->over, id, h, k);
+}
+
+/* Reader: one pass over the established side, then the tw chain. */
+static inline struct conntab_node *
+split_scan(struct ct_split *sp, uint32_t h, const struct conntab_key *k)
+{
+	uintptr_t id = split_est_id(h & sp->mask);
+	struct split_bucket *bk = split_bucket(sp, h);
+	struct conntab_node *n;
+
+	n = split_est_lookup(bk, id, h, k);
 	if (__builtin_expect(n != NULL, 1))
 		return n;
 	/*
-	 * Pairs with the release stores of (R): if the est scan saw a node
-	 * of our key unlinked by a move to tw, the tw scan sees it linked.
+	 * Pairs with the release stores of T4: if the est scan saw our
+	 * key's tag, slot or link gone by a move to tw, the tw scan sees
+	 * the key linked there.
 	 */
 	ct_delay(CT_DP_SP_READ_TW);
 	ct_rcu_deref_fence();
-	return ct_chain_lookup(&sp->heads[id + 1], id + 1, h, k);
+	return ct_chain_lookup(&bk->tw, id + 1, h, k);
 }
 
 /*
  * Reader, after a pass that missed: a miss is trusted only if no move
  * against the scan order ran on the stripe during a whole pass, i.e. seq
  * was even before it and unchanged after it. Any store of such a move that
- * the pass read was made after the odd seq store (release, (R)), so with
+ * the pass read was made after the odd seq store (release, T4), so with
  * the fence the second seq load sees seq changed. An odd seq means a move
- * is between its two link stores: a few stores under a spinlock, so the
- * reader waits it out like a seqlock reader (yielding now and then, in
- * case the writer was preempted there).
+ * is between its stores: a few stores under a spinlock, so the reader
+ * waits it out like a seqlock reader (yielding now and then, in case the
+ * writer was preempted there).
  */
 static __attribute__((noinline, cold)) struct conntab_node *
-split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
-		const struct conntab_key *k)
+split_find_slow(struct ct_split *sp, uint32_t h, const struct conntab_key *k)
 {
 	const struct ct_stripe *s = ct_stripe_of(&sp->locks, h);
 	struct conntab_node *n;
@@ -289,7 +576,7 @@ split_find_slow(struct ct_split *sp, uint32_t b, uint32_t h,
 				sched_yield();
 			continue;
 		}
-		n = split_scan(sp, b, h, k);
+		n = split_scan(sp, h, k);
 		if (n)
 			return n;
 		ct_delay(CT_DP_SP_READ_SEQ);
@@ -304,38 +591,44 @@ static inline struct conntab_node *
 split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
 {
 	struct ct_split *sp = ct_split(t);
-	uint32_t b = h & sp->mask;
 	struct conntab_node *n;
 
 	/* A hit is always right; only a miss needs the seq check. */
-	n = split_scan(sp, b, h, k);
+	n = split_scan(sp, h, k);
 	if (__builtin_expect(n != NULL, 1))
 		return n;
-	return split_find_slow(sp, b, h, k);
+	return split_find_slow(sp, h, k);
 }
 
 static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 {
-	struct ct_split *sp = ct_split(t);
-
-	__builtin_prefetch(&sp->heads[split_est_id(h & sp->mask)]);
+	__builtin_prefetch(split_bucket(ct_split(t), h));
 }
 
 /*
- * Both chains' first nodes: the batch does not know which state it wants.
- * The est chain's is the one the probe checks (split_find walks it first).
+ * The node a lookup of @h checks first (a slot with its tag, else the
+ * overflow chain's first node, else its marker), prefetched with the line
+ * after it, and the tw chain's first node: the batch does not know which
+ * state it wants.
  */
 static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 							uint32_t h)
 {
-	struct ct_split *sp = ct_split(t);
-	struct conntab_node **bk = &sp->heads[split_est_id(h & sp->mask)];
-	struct conntab_node *e = ct_rcu_deref(bk[0]);
-	struct conntab_node *w = ct_rcu_deref(bk[1]);
+	const struct split_bucket *bk = split_bucket(ct_split(t), h);
+	uint64_t m = split_match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE),
+				 h);
+	struct conntab_node *over = ct_rcu_deref(bk->over);
+	struct conntab_node *w = ct_rcu_deref(bk->tw);
+	struct conntab_node *x = m ? ct_rcu_deref(bk->slot[ct_slots_first(m)]) :
+				 over;
 
-	__builtin_prefetch(ct_is_nulls(e) ? (void *)sp : e);
-	__builtin_prefetch(ct_is_nulls(w) ? (void *)sp : w);
-	return e;
+	/* An emptied slot reads NULL: probe the chain instead (T2). */
+	x = x ? x : over;
+	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk : x);
+	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk :
+			   (const void *)((const char *)x + CT_CACHELINE));
+	__builtin_prefetch(ct_is_nulls(w) ? (const void *)bk : w);
+	return x;
 }
 
 CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
@@ -346,7 +639,7 @@ static void split_prefetch(struct conntab *t, const struct conntab_key *key,
 {
 	struct ct_split *sp = ct_split(t);
 
-	__builtin_prefetch(split_head(sp, h & sp->mask, CONNTAB_ESTABLISHED), 1);
+	__builtin_prefetch(split_bucket(sp, h), 1);
 	__builtin_prefetch(ct_stripe_of(&sp->locks, h), 1);
 }
 
@@ -354,23 +647,19 @@ static int split_remove(struct conntab *t, struct conntab_node *n,
 			bool claimed)
 {
 	struct ct_split *sp = ct_split(t);
-	uint32_t h = n->ct_hash, b = h & sp->mask;
-	struct conntab_node **pprev;
 	struct ct_stripe *s;
-	int err = -ENOENT;
+	int err;
 
-	s = ct_lock_hash(&sp->locks, h);
-	/* Recheck under the lock: a racing remove may have won. By (S) the
-	 * state names the chain. */
+	s = ct_lock_hash(&sp->locks, n->ct_hash);
+	/* Recheck under the lock: a racing remove may have won. By T1 the
+	 * state names the side. */
 	ct_delay(CT_DP_SP_LOCK_REMOVE);
 	err = ct_node_check_locked(n, t, claimed);
 	if (err) {
 		/* -ENOENT, or CT_ECLAIMED: the front end waits (P2) */
-	} else if (!(pprev = ct_chain_pprev(split_head(sp, b, n->ct_state),
-					     n))) {
+	} else if (!split_unlink(sp, n)) {
 		err = -ENOENT;
 	} else {
-		ct_chain_unlink_release(pprev, n);
 		ct_node_release(n);
 		ct_stripe_add(s, -1, -(n->ct_state == CONNTAB_TIMEWAIT));
 		ct_unreserve(t, n);
@@ -383,38 +672,57 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 			  struct conntab_node *tw)
 {
 	struct ct_split *sp = ct_split(t);
-	uint32_t h = est->ct_hash, b = h & sp->mask;
-	struct conntab_node **twhead = split_head(sp, b, CONNTAB_TIMEWAIT);
+	struct split_bucket *bk = split_bucket(sp, est->ct_hash);
 	struct conntab_node **pprev = NULL;
 	struct ct_stripe *s;
-	int err = 0;
+	int err, slot = -1;
 
-	s = ct_lock_hash(&sp->locks, h);
+	s = ct_lock_hash(&sp->locks, est->ct_hash);
 	ct_delay(CT_DP_SP_LOCK_TIMEWAIT);
 	if ((err = ct_node_check_locked(est, t, false))) {
 		/* -ENOENT, or CT_ECLAIMED: the front end waits (P2) */
-	} else if (!(pprev = ct_chain_pprev(split_head(sp, b, est->ct_state),
-					     est))) {
-		err = -ENOENT;
 	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
-		err = -EINVAL;
-	} else if (tw == est) {
+		/* On the tw chain (T1), or in none: as before, -ENOENT first */
+		err = ct_chain_pprev(&bk->tw, est) ? -EINVAL : -ENOENT;
+	} else if (!split_est_where(bk, est, &slot, &pprev)) {
+		err = -ENOENT;
+	} else if (tw == est && slot < 0) {
 		/*
 		 * The node itself changes chains (ct_chain_move: tw chain
-		 * first, then off est). Its state changes first, so a walker
-		 * of the tw chain never sees it ESTABLISHED; a reader that
-		 * finds it on est meanwhile sees either state.
+		 * first, then off the overflow chain). Its state changes
+		 * first, so a walker of the tw chain never sees it
+		 * ESTABLISHED; a reader that finds it on est meanwhile sees
+		 * either state.
 		 */
 		ct_delay(CT_DP_SP_PUB_TW_STATE);
 		__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
 				 __ATOMIC_RELAXED);
-		ct_chain_move(pprev, est, twhead);
+		ct_chain_move(pprev, est, &bk->tw);
 		ct_stripe_add(s, 0, 1);
 	} else {
-		/* tw on its chain before est leaves its own (R). */
-		ct_chain_push(twhead, tw);
-		ct_chain_unlink_release(pprev, est);
-		ct_node_release(est);
+		/*
+		 * A slotted node (tw == est), or a separate tw node: pushed
+		 * on tw before est leaves its slot or chain (T4). A slotted
+		 * node's link leaves its marker (T3) for the tw chain, so a
+		 * batch probe standing on it goes on along tw, a chain that
+		 * holds it (batch.h: probe hits are any node of the key
+		 * reached from the bucket).
+		 */
+		if (tw == est) {
+			ct_delay(CT_DP_SP_PUB_TW_STATE);
+			__atomic_store_n(&est->ct_state, CONNTAB_TIMEWAIT,
+					 __ATOMIC_RELAXED);
+			/* A release store: a probe may read the link. */
+			ct_delay(CT_DP_CHAIN_PUB_MOVE_LINK);
+			ct_rcu_assign(est->ct_next, bk->tw);
+			ct_delay(CT_DP_CHAIN_PUB_MOVE_DST);
+			ct_rcu_assign(bk->tw, est);
+		} else {
+			ct_chain_push(&bk->tw, tw);
+		}
+		split_est_unlink(bk, slot, pprev, est);
+		if (tw != est)
+			ct_node_release(est);
 		ct_stripe_add(s, 0, 1);
 	}
 	ct_unlock_stripe(s);
@@ -422,46 +730,48 @@ static int split_timewait(struct conntab *t, struct conntab_node *est,
 }
 
 /*
- * One pass of a walk or scan over bucket @b (walk.h): its est chain, then
- * its tw chain, into @sel. False if the est scan was diverted by a move to
- * tw; the pass is then retried (nothing was called yet).
+ * One pass of a walk or scan over bucket @b (walk.h): its slots and
+ * overflow chain, then its tw chain, into @sel. False if the overflow
+ * scan was diverted by a move to tw; the pass is then retried (nothing
+ * was called yet).
  *
  * A node in the table for the whole walk is seen in every pass: if it left
- * est before the est scan reached it, it was on tw before (R), and the
- * fence makes the tw scan see it. A node caught in the move is seen on
- * both and kept once. tw chains never divert a reader (their nodes leave
- * only by unlink, which keeps the link).
+ * its slot or the overflow chain before the pass read it there, it was on
+ * tw before (T4), and the fence makes the tw scan see it. A node caught in
+ * the move is seen on both and kept once. tw chains never divert a reader
+ * (their nodes leave only by unlink, which keeps the link: T3).
  *
  * conntab_walk_state(CONNTAB_TIMEWAIT) scans only tw chains, so an expiry
- * sweep reads no established entry; CONNTAB_ESTABLISHED scans only est
- * chains, and the caller skips a node caught in its move to tw.
+ * sweep reads no established entry; CONNTAB_ESTABLISHED scans only the
+ * established side, and the caller skips a node caught in its move to tw.
  */
 static bool split_walk_pass(struct conntab *t, size_t b, int state,
 			    struct ct_walk_sel *sel)
 {
-	struct ct_split *sp = ct_split(t);
-	uintptr_t id = split_est_id((uint32_t)b);
+	struct split_bucket *bk = &ct_split(t)->buckets[b];
+	uintptr_t id = split_est_id(b);
+	struct conntab_node *n;
+	unsigned int i;
 
-	if (state != CONNTAB_TIMEWAIT &&
-	    !ct_walk_sel_chain(sel, &sp->heads[id], id))
-		return false;
+	if (state != CONNTAB_TIMEWAIT) {
+		for (i = 0; i < SPLIT_SLOTS; i++)
+			if ((n = ct_rcu_deref(bk->slot[i])))
+				ct_walk_sel_offer(sel, n);
+		if (!ct_walk_sel_chain(sel, &bk->over, id))
+			return false;
+	}
 	if (state == CONNTAB_ESTABLISHED)
 		return true;
-	/* Pairs with (R): a node gone from the est scan is on tw. */
+	/* Pairs with T4: a node gone from the est side is on tw. */
 	ct_delay(CT_DP_SP_READ_TW);
 	ct_rcu_deref_fence();
-	ct_walk_sel_chain(sel, &sp->heads[id + 1], id + 1);
+	ct_walk_sel_chain(sel, &bk->tw, id + 1);
 	return true;
 }
 
-/* Both chains of bucket @b: a walk of one state still reads its heads. */
 static void split_walk_ahead(struct conntab *t, size_t b)
 {
-	struct ct_split *sp = ct_split(t);
-	uintptr_t id = split_est_id((uint32_t)b);
-
-	ct_chain_prefetch(&sp->heads[id]);
-	ct_chain_prefetch(&sp->heads[id + 1]);
+	split_prefetch_nodes(&ct_split(t)->buckets[b]);
 }
 
 static int split_walk(struct conntab *t, int state, ct_walk_fn fn, void *arg)
@@ -485,17 +795,45 @@ static enum ct_scan_end split_table_scan(struct conntab *t, uint64_t *pos,
 			       split_walk_ahead, fn, arg, fnret);
 }
 
+/*
+ * The most nodes one side of a bucket holds (its slots and overflow
+ * chain, or its tw chain), each stripe counted under its lock.
+ */
+static size_t split_max_depth(struct ct_split *sp)
+{
+	size_t b, i, len, depth = 0, nb = (size_t)sp->mask + 1;
+	struct split_bucket *bk;
+	uint32_t sidx;
+
+	for (sidx = 0; sidx <= sp->locks.mask; sidx++) {
+		struct ct_stripe *s = &sp->locks.stripe[sidx];
+
+		ct_spin_lock(&s->lock);
+		for (b = sidx; b < nb; b += (size_t)sp->locks.mask + 1) {
+			bk = &sp->buckets[b];
+			len = ct_chain_len(&bk->over);
+			for (i = 0; i < SPLIT_SLOTS; i++)
+				len += bk->slot[i] != NULL;
+			if (len > depth)
+				depth = len;
+			len = ct_chain_len(&bk->tw);
+			if (len > depth)
+				depth = len;
+		}
+		ct_unlock_stripe(s);
+	}
+	return depth;
+}
+
 static void split_stats(struct conntab *t, struct conntab_stats *st)
 {
 	struct ct_split *sp = ct_split(t);
 
 	ct_locks_count(&sp->locks, &st->entries, &st->timewait);
 	st->buckets = (size_t)sp->mask + 1;
-	st->memory = sizeof(*sp) + ct_heads_memory(2 * st->buckets) +
+	st->memory = sizeof(*sp) + split_memory(st->buckets) +
 		     ct_locks_memory(&sp->locks);
-	/* The longest single chain, est or tw. */
-	st->max_depth = ct_heads_max_depth(sp->heads, st->buckets, 2,
-					   &sp->locks);
+	st->max_depth = split_max_depth(sp);
 	st->resizes = 0;
 }
 
