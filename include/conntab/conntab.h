@@ -88,7 +88,7 @@ struct rcu_flavor_struct;
  */
 enum conntab_backend {
 	CONNTAB_CHAINED = 1,	/**< fixed-size chained hash, per-bucket locks */
-	CONNTAB_SPLIT,		/**< established + time-wait chains per bucket, one cache line */
+	CONNTAB_SPLIT,		/**< established slots + time-wait chain per bucket, one cache line */
 	CONNTAB_EXTHASH,	/**< dynamic extensible hash: grows and shrinks online */
 	CONNTAB_TRIE,		/**< multi-bit trie over the key bits */
 };
@@ -172,7 +172,7 @@ struct conntab_node {
  * honoured: it is a bug such as (size_t)-1, and sizing for it allocated
  * gigabytes. Up to the maximum each backend sizes for the hint as far as
  * it goes (CONNTAB_CHAINED its fixed array to 2^24 buckets of six slots,
- * CONNTAB_SPLIT to 2^27 buckets, CONNTAB_EXTHASH its first segments to
+ * CONNTAB_SPLIT to as many of five, CONNTAB_EXTHASH its first segments to
  * 2^28 chains, CONNTAB_TRIE its root's first wide node to 2^20 slots) and
  * past that grows online or loads its chains more.
  */

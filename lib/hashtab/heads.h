@@ -4,8 +4,8 @@
  *
  * A backend's buckets are an array of nulls-terminated chain heads
  * (chain.h) in which head i ends in the marker ct_nulls(i), so that every
- * chain of the table has its own marker. CONNTAB_CHAINED has one head per
- * bucket; CONNTAB_SPLIT has two side by side (established, time-wait).
+ * chain of the table has its own marker (CONNTAB_EXTHASH's chains; the
+ * fixed backends keep their heads in their bucket lines, slots.h).
  * The writer locks (lock.h) stripe over buckets: stripe s covers the
  * buckets b with b % stripes == s, and all heads of those buckets.
  */
