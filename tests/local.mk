@@ -225,7 +225,7 @@ endif
 # 170 s). .ci/run does this; `make
 # check-tsan` by hand.
 TSAN_CHECK_TESTS = tests/test-concurrency tests/test-race tests/test-scan \
-	tests/test-evict tests/test-split-move \
+	tests/test-evict tests/test-split-move tests/test-split-slots \
 	"T_PAIR_ONLY_RACES=1 tests/test-pair"
 TSAN_CHECK_CASES = tests/test-trie:trie-concurrent \
 	tests/test-trie-bound:trie-bound-races tests/test-slots:slots-race \
@@ -238,7 +238,8 @@ TSAN_OPTIONS_CHECK = suppressions=$(abs_top_srcdir)/tests/tsan.supp \
 	halt_on_error=1 second_deadlock_stack=1 history_size=7 \
 	suppress_equal_addresses=0 suppress_equal_stacks=0
 TSAN_CHECK_PROGS = tests/test-concurrency tests/test-race tests/test-scan \
-	tests/test-evict tests/test-split-move tests/test-pair
+	tests/test-evict tests/test-split-move tests/test-split-slots \
+	tests/test-pair
 check-tsan: $(TSAN_CHECK_PROGS) tests/stress $(TSAN_CHECK_CASE_PROGS)
 if TSAN
 	$(AM_V_at)set -e; export CK_FORK=no CONNTAB_TEST_HASH=siphash; \
@@ -335,6 +336,16 @@ tests_test_split_move_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_split_move_LDADD = $(SPLIT_TEST_LDADD)
 
 TESTS += tests/test-split-move
+
+# The race windows of split's bucket line: slots emptied and refilled
+# around stable keys, shared tags, overflow, moves to time-wait.
+check_PROGRAMS += tests/test-split-slots
+tests_test_split_slots_SOURCES = tests/test-split-slots.c
+tests_test_split_slots_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+tests_test_split_slots_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_split_slots_LDADD = $(SPLIT_TEST_LDADD)
+
+TESTS += tests/test-split-slots
 
 # CONNTAB_EXTHASH with hashes that share their top bits (a known secret):
 # growth that never stalls, short chains, the directory within its bound;
