@@ -611,9 +611,11 @@ static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
 
 /*
  * The node a lookup of @h checks first (a slot with its tag, else the
- * overflow chain's first node, else its marker), prefetched with the line
- * after it, and the tw chain's first node: the batch does not know which
- * state it wants.
+ * overflow chain's first node), prefetched with the line after it, and
+ * the tw chain's first node: the batch does not know which state it
+ * wants. With no tag of its own and no overflow chain the key can only be
+ * on tw, so the probes start there (batch.h: a probe hit is a node of the
+ * key reached from the bucket; a probe miss proves nothing).
  */
 static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 							uint32_t h)
@@ -624,14 +626,14 @@ static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 	struct conntab_node *over = ct_rcu_deref(bk->over);
 	struct conntab_node *w = ct_rcu_deref(bk->tw);
 	struct conntab_node *x = m ? ct_rcu_deref(bk->slot[ct_slots_first(m)]) :
-				 over;
+				 NULL;
 
-	/* An emptied slot reads NULL: probe the chain instead (T2). */
-	x = x ? x : over;
+	/* An emptied slot reads NULL: probe the chains instead (T2). */
+	x = x ? x : ct_is_nulls(over) ? w : over;
 	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk : x);
 	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk :
 			   (const void *)((const char *)x + CT_CACHELINE));
-	__builtin_prefetch(ct_is_nulls(w) ? (const void *)bk : w);
+	__builtin_prefetch(ct_is_nulls(w) || w == x ? (const void *)bk : w);
 	return x;
 }
 
