@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Stress test of CONNTAB_SPLIT's bucket of slots (lib/split.c): the race
+ * Stress test of CONNTAB_SPLIT's bucket of slots (lib/hashtab/split.c): the race
  * windows of a line of five established slots, an overflow chain and a
  * time-wait chain.
  *
