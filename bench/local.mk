@@ -93,3 +93,13 @@ bench_test_budget_CPPFLAGS = $(bench_conntab_bench_CPPFLAGS)
 bench_test_budget_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PTHREAD_CFLAGS)
 bench_test_budget_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 	$(PTHREAD_LIBS)
+
+# Instructions per operation of the per-packet paths, under callgrind:
+# bench/ct-icount.sh bench/ct-icount [backend [n]] (doc/performance.md).
+noinst_PROGRAMS += bench/ct-icount
+bench_ct_icount_SOURCES = bench/ct-icount.c
+bench_ct_icount_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
+bench_ct_icount_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+# Runnable in place, not a libtool wrapper script: valgrind runs it.
+bench_ct_icount_LDFLAGS = -no-install
+EXTRA_DIST += bench/ct-icount.sh
