@@ -10,26 +10,6 @@
 #include "conntab-int.h"
 #include "key.h"
 
-/* The 12 bytes of an IPv4 key's address beyond v4 must be zero. */
-static bool ct_addr4_clean(const union conntab_addr *a)
-{
-	static const uint8_t zero[12];
-
-	return !memcmp(&a->bytes[4], zero, sizeof(zero));
-}
-
-bool ct_key_valid(const struct conntab_key *k)
-{
-	switch (k->family) {
-	case AF_INET:
-		return ct_addr4_clean(&k->laddr) && ct_addr4_clean(&k->raddr);
-	case AF_INET6:
-		return true;
-	default:
-		return false;
-	}
-}
-
 CONNTAB_API void conntab_key_v4(struct conntab_key *k, uint8_t proto,
 				uint32_t laddr, uint16_t lport,
 				uint32_t raddr, uint16_t rport)

@@ -54,7 +54,24 @@ static inline bool ct_key_eq_nb(const struct conntab_key *a,
 	return d == 0;
 }
 
-bool ct_key_valid(const struct conntab_key *k);
+/*
+ * Is @k a key the table takes? AF_INET with the 12 address bytes beyond
+ * each v4 zero (so that ct_key_eq() may skip them), or AF_INET6. Inline,
+ * in three loads a side: as a call to memcmp() it was 20 instructions
+ * of every insert's.
+ */
+static inline bool ct_key_valid(const struct conntab_key *k)
+{
+	uint32_t l3, r3;
+
+	if (__builtin_expect(k->family == AF_INET, 1)) {
+		memcpy(&l3, &k->laddr.bytes[12], 4);
+		memcpy(&r3, &k->raddr.bytes[12], 4);
+		return !(ct_load64(&k->laddr.bytes[4]) |
+			 ct_load64(&k->raddr.bytes[4]) | l3 | r3);
+	}
+	return k->family == AF_INET6;
+}
 
 /*
  * The canonical key string: the key as one big-endian byte string in the
