@@ -87,8 +87,8 @@ struct conntab {
  * off the lookup path: a predictable branch and a direct call. The lookup
  * paths inline theirs instead (hash-ops.h).
  */
-static inline uint32_t ct_hash_key(const struct conntab *t,
-				   const struct conntab_key *k)
+static inline __attribute__((always_inline)) uint32_t
+ct_hash_key(const struct conntab *t, const struct conntab_key *k)
 {
 #ifdef CT_HAVE_AES
 	if (t->hash == CONNTAB_HASH_AES)

@@ -453,8 +453,12 @@ ct_insert_uncounted(struct conntab *t, struct conntab_node *n,
 	return err;
 }
 
-/* The insert calls: check, then the above on a counted thread. */
-static int ct_insert(struct conntab *t, struct conntab_node *n,
+/*
+ * The insert calls: check, then the above on a counted thread. Inlined
+ * into each call, whose constant arguments (no rank, no recycle) then
+ * take their branches out of conntab_insert().
+ */
+static inline __attribute__((always_inline)) int ct_insert(struct conntab *t, struct conntab_node *n,
 		     const struct conntab_key *key,
 		     struct conntab_node **recycled, ct_rank_fn rank,
 		     void *rank_arg, struct conntab_node **evicted)
@@ -844,7 +848,8 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
  * Remove @n, on a counted thread: a pair whole, a single node by the
  * backend, retried while another writer step holds it (P2).
  */
-static int ct_remove_node(struct conntab *t, struct conntab_node *n)
+static inline __attribute__((always_inline)) int
+ct_remove_node(struct conntab *t, struct conntab_node *n)
 {
 	unsigned int spins = 0;
 	int err;
