@@ -91,11 +91,16 @@ static inline uint64_t ct_slots_zero_bytes(uint64_t x)
 	return ~(((x & CT_SLOTS_7F) + CT_SLOTS_7F) | x | CT_SLOTS_7F);
 }
 
-/* One bit per slot whose tag in @tags is that of hash @h. */
+/*
+ * One bit per slot whose tag in @tags is that of hash @h: the high bits
+ * of ct_slots_zero_bytes() without its "| CT_SLOTS_7F", which sets only
+ * bits that the mask clears (one instruction of every lookup's).
+ */
 static inline uint64_t ct_slots_match(uint64_t tags, uint32_t h)
 {
-	return ct_slots_zero_bytes(tags ^ (ct_slots_tag(h) * CT_SLOTS_LOW)) &
-	       CT_SLOTS_HIGH;
+	uint64_t x = tags ^ (ct_slots_tag(h) * CT_SLOTS_LOW);
+
+	return ~(((x & CT_SLOTS_7F) + CT_SLOTS_7F) | x) & CT_SLOTS_HIGH;
 }
 
 /* One bit per free slot (writer, stripe locked: S1). */
@@ -136,10 +141,12 @@ static inline size_t ct_slots_buckets_for(size_t expected)
  * Reader (RCU read lock held): the node holding key @k of hash @h in
  * bucket @b, whose chain ends in ct_nulls(@id), or NULL.
  */
-static inline struct conntab_node *
+static inline __attribute__((always_inline)) struct conntab_node *
 ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
 	      const struct conntab_key *k)
 {
+	struct conntab_node *over;
+
 	/* Acquire: pairs with the tag store after the slot's (S1). */
 	uint64_t m = ct_slots_match(__atomic_load_n(&b->tags,
 						    __ATOMIC_ACQUIRE), h);
@@ -160,6 +167,14 @@ ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
 		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k))
 			return n;
 	}
+	/*
+	 * A miss whose chain is empty (nearly all: slots.h's top) ends on
+	 * the line it has read, in one compare: the chain's head is our
+	 * own marker, which is what the walk below would end on.
+	 */
+	over = ct_rcu_deref(b->over);
+	if (__builtin_expect(over == ct_nulls(id), 1))
+		return NULL;
 	/* Nodes never move here (S2): the chain walk ends on our marker. */
 	return ct_chain_lookup(&b->over, id, h, k);
 }
