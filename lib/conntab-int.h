@@ -348,6 +348,60 @@ static inline int ct_node_check_locked(const struct conntab_node *n,
 	return !claimed && o == t ? 0 : -ENOENT;
 }
 
+/*
+ * The first step of an insert of @n with key @key and hash @h into @t:
+ * claim @n by compare-and-swap NULL -> @t (false: it is linked, or being
+ * linked, somewhere: -EBUSY), then fill it in with plain stores, private
+ * until the backend publishes it. A fresh life: whatever pair it was
+ * half of before is forgotten (readers of that life are gone: a grace
+ * period before reuse). Shared by the front end and the backends' direct
+ * insert paths (ct_chained_insert_key()).
+ */
+static inline __attribute__((always_inline)) bool
+ct_node_claim_key(struct conntab_node *n, struct conntab *t,
+		  const struct conntab_key *key, uint32_t h)
+{
+	void *expected = NULL;
+
+	/*
+	 * The node's line before the compare-and-swap: the locked
+	 * instruction holds back the loads behind it, so the miss is
+	 * started first (the caller has started the bucket's).
+	 */
+	__builtin_prefetch(n, 1);
+	if (!__atomic_compare_exchange_n(&n->ct_owner, &expected, (void *)t,
+					 false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return false;
+	n->ct_key = *key;
+	n->ct_hash = h;
+	n->ct_state = CONNTAB_ESTABLISHED;
+	n->ct_peer = NULL;
+	n->ct_flags = 0;
+	ct_delay(CT_DP_FE_PUB_CLAIM);
+	return true;
+}
+
+/*
+ * conntab_insert() of a CONNTAB_CHAINED table of each hash, arguments
+ * checked (chained's writers need no counted thread): hash, claim and
+ * link in one function with the table's hash inlined (lib/chained.c),
+ * instead of the front end's generic path with its calls through the
+ * ops table.
+ */
+int ct_chained_insert_siphash(struct conntab *t, struct conntab_node *n,
+			      const struct conntab_key *key);
+int ct_chained_insert_aes(struct conntab *t, struct conntab_node *n,
+			  const struct conntab_key *key);
+
+/*
+ * conntab_remove() of a node of a CONNTAB_CHAINED table that is no
+ * pair's half, seen owned by @t: the backend's remove called directly,
+ * retried while another writer step holds the node (P2), as the front
+ * end's generic path does.
+ */
+int ct_chained_remove_single(struct conntab *t, struct conntab_node *n);
+
 /* Claim the linked node @n of @t (P1); false if not in @t or claimed. */
 static inline bool ct_node_claim_linked(struct conntab_node *n,
 					const struct conntab *t)

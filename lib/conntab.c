@@ -415,15 +415,8 @@ ct_insert_counted(struct conntab *t, struct conntab_node *n,
 	}
 	if (t->ops->prefetch)
 		t->ops->prefetch(t, key, h);
-	__builtin_prefetch(n, 1);
-	if (!ct_node_claim(n, t))
+	if (!ct_node_claim_key(n, t, key, h))
 		return -EBUSY;
-	/* Claimed and not yet published: plain stores are private. */
-	n->ct_key = *key;
-	n->ct_hash = h;
-	n->ct_state = CONNTAB_ESTABLISHED;
-	ct_node_unpair(n);
-	ct_delay(CT_DP_FE_PUB_CLAIM);
 	if (rank && !t->ops->insert_evict)
 		err = -EOPNOTSUPP;
 	else
@@ -472,10 +465,31 @@ static inline __attribute__((always_inline)) int ct_insert(struct conntab *t, st
 				   evicted);
 }
 
+/* conntab_insert() of the other backends, out of conntab_insert()'s way. */
+static __attribute__((noinline)) int
+ct_insert_generic(struct conntab *t, struct conntab_node *n,
+		  const struct conntab_key *key)
+{
+	return ct_insert(t, n, key, NULL, NULL, NULL, NULL);
+}
+
 CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 			       const struct conntab_key *key)
 {
-	return ct_insert(t, n, key, NULL, NULL, NULL, NULL);
+	/*
+	 * The default backend's own path, one jump away: its writers need
+	 * no counted thread (registered_writers is false), so nothing
+	 * else is asked.
+	 */
+	if (__builtin_expect(t && n && key && ct_key_valid(key) &&
+			     t->ops == &ct_chained_ops, 1)) {
+#ifdef CT_HAVE_AES
+		if (t->hash == CONNTAB_HASH_AES)
+			return ct_chained_insert_aes(t, n, key);
+#endif
+		return ct_chained_insert_siphash(t, n, key);
+	}
+	return ct_insert_generic(t, n, key);
 }
 
 CONNTAB_API int conntab_insert_recycle(struct conntab *t,
@@ -880,6 +894,13 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	ct_delay(CT_DP_FE_LOCK_OWNER);
+	/*
+	 * The default backend's own path for a single node: its writers
+	 * need no counted thread. ct_peer is stable while n is in t (set
+	 * before it was linked), and read only once we saw it there.
+	 */
+	if (__builtin_expect(t->ops == &ct_chained_ops && !n->ct_peer, 1))
+		return ct_chained_remove_single(t, n);
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_remove_node(t, n);
 	return ct_remove_uncounted(t, n);

@@ -227,13 +227,12 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
  * inlined into each so that a plain insert carries no eviction's
  * arguments and branches.
  */
-static inline __attribute__((always_inline)) int chained_insert_common(struct conntab *t, struct conntab_node *n,
-				 struct conntab_node **recycled,
-				 ct_rank_fn rank, void *arg,
-				 struct conntab_node **evicted)
+static inline __attribute__((always_inline)) int
+chained_insert_common(struct conntab *t, struct conntab_node *n, uint32_t h,
+		      struct conntab_node **recycled, ct_rank_fn rank,
+		      void *arg, struct conntab_node **evicted)
 {
 	struct ct_chained *c = ct_chained(t);
-	uint32_t h = n->ct_hash;
 	struct ct_victim v;
 	struct ct_stripe *s;
 	unsigned int tries = 0;
@@ -260,17 +259,63 @@ static inline __attribute__((always_inline)) int chained_insert_common(struct co
 	}
 }
 
+/*
+ * conntab_insert() for a key of hash @h, arguments checked: the front
+ * end's claim (conntab-int.h) and this backend's insert in one function,
+ * the bucket's and the stripe's lines prefetched before the claim's
+ * compare-and-swap as the front end's path does. As there, a writer
+ * step that holds a node of the key (CT_ECLAIMED) is waited for with no
+ * lock held, and a failed insert releases @n.
+ */
+static inline __attribute__((always_inline)) int
+chained_insert_key(struct conntab *t, struct conntab_node *n,
+		   const struct conntab_key *key, uint32_t h)
+{
+	struct ct_chained *c = ct_chained(t);
+	unsigned int spins = 0;
+	int err;
+
+	__builtin_prefetch(chained_bucket(c, h), 1);
+	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
+	if (!ct_node_claim_key(n, t, key, h))
+		return -EBUSY;
+	/* h, not n->ct_hash: no reload after the claim's barrier. */
+	while ((err = chained_insert_common(t, n, h, NULL, NULL, NULL,
+					    NULL)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
+	if (err)
+		ct_node_release(n);
+	return err;
+}
+
+int ct_chained_insert_siphash(struct conntab *t, struct conntab_node *n,
+			      const struct conntab_key *key)
+{
+	return chained_insert_key(t, n, key, ct_hash_sip(&t->secret, key));
+}
+
+#ifdef CT_HAVE_AES
+CT_AES_TARGET int ct_chained_insert_aes(struct conntab *t,
+					struct conntab_node *n,
+					const struct conntab_key *key)
+{
+	return chained_insert_key(t, n, key, ct_hash_aes(&t->aes, key));
+}
+#endif
+
 static int chained_insert(struct conntab *t, struct conntab_node *n,
 			  struct conntab_node **recycled)
 {
-	return chained_insert_common(t, n, recycled, NULL, NULL, NULL);
+	return chained_insert_common(t, n, n->ct_hash, recycled, NULL, NULL,
+				     NULL);
 }
 
 static int chained_insert_evict(struct conntab *t, struct conntab_node *n,
 				ct_rank_fn rank, void *arg,
 				struct conntab_node **evicted)
 {
-	return chained_insert_common(t, n, NULL, rank, arg, evicted);
+	return chained_insert_common(t, n, n->ct_hash, NULL, rank, arg,
+				     evicted);
 }
 
 /* Always inlined into the lookups: a tail call cost five instructions. */
@@ -305,8 +350,8 @@ static void chained_prefetch(struct conntab *t,
 	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
 }
 
-static int chained_remove(struct conntab *t, struct conntab_node *n,
-			  bool claimed)
+static inline __attribute__((always_inline)) int
+chained_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 {
 	struct ct_chained *c = ct_chained(t);
 	uint32_t h = n->ct_hash;
@@ -324,6 +369,22 @@ static int chained_remove(struct conntab *t, struct conntab_node *n,
 		ct_removed_locked(t, n, &d);
 	ct_stripe_apply(s, &d);
 	ct_unlock_stripe(s);
+	return err;
+}
+
+static int chained_remove(struct conntab *t, struct conntab_node *n,
+			  bool claimed)
+{
+	return chained_remove_inline(t, n, claimed);
+}
+
+int ct_chained_remove_single(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	while ((err = chained_remove_inline(t, n, false)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
 	return err;
 }
 

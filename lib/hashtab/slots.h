@@ -207,7 +207,7 @@ ct_slots_first_node(const struct ct_slots *b, uint32_t h)
  * *@slot its slot, or -1 and *@pprev the chain link that points to it;
  * or NULL with *@len the nodes on @b's overflow chain.
  */
-static inline struct conntab_node *
+static inline __attribute__((always_inline)) struct conntab_node *
 ct_slots_find_locked(struct ct_slots *b, uint32_t h,
 		     const struct conntab_key *k, int *slot,
 		     struct conntab_node ***pprev, size_t *len)
@@ -248,8 +248,9 @@ static inline int ct_slots_index(const struct ct_slots *b,
  * a free slot of bucket @b (id @id), or at its chain's head if none is.
  * True if it took a slot.
  */
-static inline bool ct_slots_put(struct ct_slots *b, uintptr_t id,
-				struct conntab_node *n)
+static inline __attribute__((always_inline)) bool
+ct_slots_put(struct ct_slots *b, uintptr_t id,
+	     struct conntab_node *n)
 {
 	uint64_t tags = b->tags, fr = ct_slots_free(tags);
 	unsigned int i;
