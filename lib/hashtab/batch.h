@@ -7,7 +7,7 @@
  * in split and exthash; CONNTAB_CHAINED's buckets point to every node of
  * theirs from a tagged slot, so only the few on an overflow chain behind
  * another pay it: slots.h).
- * Within a group nothing can hide the dependence, so a group of up to 16
+ * Within a group nothing can hide the dependence, so a group of up to 32
  * keys goes through the memory hierarchy in waves, each as wide as the
  * group:
  *
@@ -21,8 +21,9 @@
  *
  * Groups overlap by one wave: the next group's pass 1 runs while this
  * group's first nodes are in flight, so its buckets are in cache when its
- * pass 2 starts. A call of 16 keys has no next group: it pays each wave's
- * full latency, which is what bench/floor.c's "16-key calls" measure.
+ * pass 2 starts. A call of up to 32 keys has no next group: it pays
+ * each wave's full latency, which is what bench/floor.c's "16-key calls"
+ * measure for 16.
  *
  * Passes 2 to 4 take no branch that depends on loaded data: a branch on
  * a node still in flight is mispredicted a third of the time, and the
@@ -55,10 +56,19 @@
 #include "../key.h"
 
 /*
- * Keys in flight per group: each wave then keeps about as many misses in
- * flight as a core tracks (16-24 on current x86-64 and arm64 cores).
+ * Keys in flight per group. A burst of 32 or 64 keys was run as groups
+ * of 16 overlapped by one wave, so its last group's probes waited out a
+ * full latency of their own: bursts of 32 gained on 16 less than they
+ * could (issue 37). With groups of 32, a burst of 32 pays the waves of
+ * one group, and each wave issues more misses than a core tracks at
+ * once (16-24 on current x86-64 and arm64 cores): the rest queue behind
+ * them instead of waiting a wave. Measured (conntab-bench --n 1M
+ * --workload batch --impl chained --clock cpu, two rounds each, 16 ->
+ * 32): ns per key, burst 16 40.0/40.8 -> 42.6/41.3, burst 32 34.0/33.3
+ * -> 31.6/29.9, burst 64 31.7/30.2 -> 28.5/28.1. A burst of 16 is one
+ * group either way. left[] holds group indices in a byte.
  */
-#define CT_BATCH	16
+#define CT_BATCH	32
 
 /* Read in place of the first node of an empty chain: matches no key. */
 extern const struct conntab_node ct_batch_dummy;
