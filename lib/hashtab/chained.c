@@ -338,8 +338,31 @@ static inline struct conntab_node *chained_prefetch_first(struct conntab *t,
 	return ct_slots_first_node(chained_bucket(ct_chained(t), h), h);
 }
 
-CT_READ_OPS_DEFINE(chained, chained_find, chained_prefetch_bucket,
-		   chained_prefetch_first)
+#ifdef CT_SLOTS_HAVE_SSE
+/* The AES pair's steps: the same, with the SSE tag match (slots.h). */
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+chained_find_sse(struct conntab *t, uint32_t h, const struct conntab_key *k)
+{
+	struct ct_chained *c = ct_chained(t);
+
+	return ct_slots_find_sse(chained_bucket(c, h), h & c->mask, h, k);
+}
+
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+chained_prefetch_first_sse(struct conntab *t, uint32_t h)
+{
+	return ct_slots_first_node_sse(chained_bucket(ct_chained(t), h), h);
+}
+#else
+# define chained_find_sse		chained_find
+# define chained_prefetch_first_sse	chained_prefetch_first
+#endif
+
+CT_READ_OPS_DEFINE2(chained, chained_find, chained_prefetch_bucket,
+		    chained_prefetch_first, chained_find_sse,
+		    chained_prefetch_first_sse)
 
 static void chained_prefetch(struct conntab *t,
 			     const struct conntab_key *key, uint32_t h)

@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aes.h"
 #include "chain.h"
 #include "../delay.h"
 #include "../key.h"
@@ -139,22 +140,20 @@ static inline size_t ct_slots_buckets_for(size_t expected)
 
 /*
  * Reader (RCU read lock held): the node holding key @k of hash @h in
- * bucket @b, whose chain ends in ct_nulls(@id), or NULL.
+ * bucket @b, whose chain ends in ct_nulls(@id), or NULL; @m has a bit
+ * for each slot whose tag is @h's (bit 8i + 7 from ct_slots_match(),
+ * @sh 3; bit i from ct_slots_match_sse(), @sh 0), from the bucket's tags
+ * loaded with acquire (pairs with the tag store after the slot's: S1).
  */
 static inline __attribute__((always_inline)) struct conntab_node *
-ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
-	      const struct conntab_key *k)
+ct_slots_find_m(const struct ct_slots *b, uintptr_t id, uint32_t h,
+		const struct conntab_key *k, uint64_t m, unsigned int sh)
 {
-	struct conntab_node *over;
-
-	/* Acquire: pairs with the tag store after the slot's (S1). */
-	uint64_t m = ct_slots_match(__atomic_load_n(&b->tags,
-						    __ATOMIC_ACQUIRE), h);
-	struct conntab_node *n;
+	struct conntab_node *n, *over;
 
 	for (; m; m &= m - 1) {
 		ct_delay(CT_DP_SLOT_READ);
-		n = ct_rcu_deref(b->slot[ct_slots_first(m)]);
+		n = ct_rcu_deref(b->slot[__builtin_ctzll(m) >> sh]);
 		if (!n)
 			continue;
 		/*
@@ -179,20 +178,65 @@ ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
 	return ct_chain_lookup(&b->over, id, h, k);
 }
 
+/* Reader: ct_slots_find_m() with the portable tag match. */
+static inline __attribute__((always_inline)) struct conntab_node *
+ct_slots_find(const struct ct_slots *b, uintptr_t id, uint32_t h,
+	      const struct conntab_key *k)
+{
+	return ct_slots_find_m(b, id, h, k,
+			       ct_slots_match(__atomic_load_n(&b->tags,
+							      __ATOMIC_ACQUIRE),
+					      h), 3);
+}
+
+#if defined(__x86_64__) && defined(CT_HAVE_AES)
+# define CT_SLOTS_HAVE_SSE	1
+/*
+ * ct_slots_match() in SSE, for the read paths built with CT_AES_TARGET
+ * (which has SSE4.1, so SSSE3): one bit per matching slot, bit i for
+ * slot i, in seven instructions where the portable match takes fifteen.
+ * The tag byte is broadcast by a shuffle, and a zero tag made 1 by an
+ * unsigned byte max, as ct_slots_tag() does; the probe then never
+ * equals a free slot's 0, nor bytes 6 and 7 of @tags (0) or the upper
+ * half of the register (0), so no mask is needed.
+ */
+static inline CT_AES_TARGET __attribute__((always_inline)) uint64_t
+ct_slots_match_sse(uint64_t tags, uint32_t h)
+{
+	__m128i t = _mm_cvtsi64_si128((long long)tags);
+	__m128i v = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)h),
+				     _mm_set1_epi8(3));
+
+	v = _mm_max_epu8(v, _mm_set1_epi8(1));
+	return (uint64_t)(unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(t, v));
+}
+
+/* Reader, in a CT_AES_TARGET function: ct_slots_find() with the above. */
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+ct_slots_find_sse(const struct ct_slots *b, uintptr_t id, uint32_t h,
+		  const struct conntab_key *k)
+{
+	return ct_slots_find_m(b, id, h, k,
+			       ct_slots_match_sse(__atomic_load_n(&b->tags,
+								  __ATOMIC_ACQUIRE),
+						  h), 0);
+}
+#endif
+
 /*
  * Reader: the node a lookup of @h checks first (a slot with its tag, else
  * the chain's first node, else the chain's nulls marker), prefetched with
  * the line after it, where a caller's data begins: the batch's first
  * probe (batch.h), which reads that node and then the caller that line.
+ * @m and @sh: the tag match, as for ct_slots_find_m().
  */
-static inline struct conntab_node *
-ct_slots_first_node(const struct ct_slots *b, uint32_t h)
+static inline __attribute__((always_inline)) struct conntab_node *
+ct_slots_first_node_m(const struct ct_slots *b, uint64_t m, unsigned int sh)
 {
-	uint64_t m = ct_slots_match(__atomic_load_n(&b->tags,
-						    __ATOMIC_ACQUIRE), h);
 	struct conntab_node *over = ct_rcu_deref(b->over);
-	struct conntab_node *x = m ? ct_rcu_deref(b->slot[ct_slots_first(m)]) :
-				 over;
+	struct conntab_node *x = m ?
+		ct_rcu_deref(b->slot[__builtin_ctzll(m) >> sh]) : over;
 
 	/* An emptied slot reads NULL: probe the chain instead (S1). */
 	x = x ? x : over;
@@ -201,6 +245,28 @@ ct_slots_first_node(const struct ct_slots *b, uint32_t h)
 			   (const void *)((const char *)x + CT_CACHELINE));
 	return x;
 }
+
+static inline __attribute__((always_inline)) struct conntab_node *
+ct_slots_first_node(const struct ct_slots *b, uint32_t h)
+{
+	return ct_slots_first_node_m(b,
+				     ct_slots_match(__atomic_load_n(&b->tags,
+								    __ATOMIC_ACQUIRE),
+						    h), 3);
+}
+
+#ifdef CT_SLOTS_HAVE_SSE
+/* ct_slots_first_node() in a CT_AES_TARGET function. */
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+ct_slots_first_node_sse(const struct ct_slots *b, uint32_t h)
+{
+	return ct_slots_first_node_m(b,
+				     ct_slots_match_sse(__atomic_load_n(&b->tags,
+									__ATOMIC_ACQUIRE),
+							h), 0);
+}
+#endif
 
 /*
  * Writer (stripe locked): the node holding key @k of hash @h in @b, with
