@@ -465,24 +465,31 @@ static inline __attribute__((always_inline)) int ct_insert(struct conntab *t, st
 				   evicted);
 }
 
-/* conntab_insert() of the other backends, out of conntab_insert()'s way. */
+/*
+ * conntab_insert() of the other backends, arguments checked, out of
+ * conntab_insert()'s way.
+ */
 static __attribute__((noinline)) int
 ct_insert_generic(struct conntab *t, struct conntab_node *n,
 		  const struct conntab_key *key)
 {
-	return ct_insert(t, n, key, NULL, NULL, NULL, NULL);
+	if (__builtin_expect(ct_writer_counted(t), 1))
+		return ct_insert_counted(t, n, key, NULL, NULL, NULL, NULL,
+					 NULL);
+	return ct_insert_uncounted(t, n, key, NULL, NULL, NULL, NULL);
 }
 
 CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 			       const struct conntab_key *key)
 {
+	if (__builtin_expect(!t || !n || !key || !ct_key_valid(key), 0))
+		return -EINVAL;
 	/*
 	 * The default backend's own path, one jump away: its writers need
 	 * no counted thread (registered_writers is false), so nothing
 	 * else is asked.
 	 */
-	if (__builtin_expect(t && n && key && ct_key_valid(key) &&
-			     t->ops == &ct_chained_ops, 1)) {
+	if (__builtin_expect(t->ops == &ct_chained_ops, 1)) {
 #ifdef CT_HAVE_AES
 		if (t->hash == CONNTAB_HASH_AES)
 			return ct_chained_insert_aes(t, n, key);
@@ -887,23 +894,38 @@ ct_remove_uncounted(struct conntab *t, struct conntab_node *n)
 	return err;
 }
 
-CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
+/* conntab_remove() but its fast path, arguments checked. */
+static __attribute__((noinline)) int
+ct_remove_generic(struct conntab *t, struct conntab_node *n)
 {
-	if (!t || !n)
-		return -EINVAL;
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	ct_delay(CT_DP_FE_LOCK_OWNER);
-	/*
-	 * The default backend's own path for a single node: its writers
-	 * need no counted thread. ct_peer is stable while n is in t (set
-	 * before it was linked), and read only once we saw it there.
-	 */
-	if (__builtin_expect(t->ops == &ct_chained_ops && !n->ct_peer, 1))
+	if (t->ops == &ct_chained_ops && !n->ct_peer)
 		return ct_chained_remove_single(t, n);
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_remove_node(t, n);
 	return ct_remove_uncounted(t, n);
+}
+
+CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
+{
+	if (!t || !n)
+		return -EINVAL;
+	/*
+	 * The default backend's own path for a single node that @t owns
+	 * and no eviction holds (else ct_remove_generic() waits, as
+	 * ct_node_owned() does): chained's writers need no counted
+	 * thread. ct_peer is stable while n is in t (set before it was
+	 * linked), and read only once we saw it there (acquire).
+	 */
+	if (__builtin_expect(t->ops == &ct_chained_ops &&
+			     __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE) ==
+			     (void *)t && !n->ct_peer, 1)) {
+		ct_delay(CT_DP_FE_LOCK_OWNER);
+		return ct_chained_remove_single(t, n);
+	}
+	return ct_remove_generic(t, n);
 }
 
 /*
