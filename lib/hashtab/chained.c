@@ -123,14 +123,14 @@ static void chained_destroy(struct conntab *t,
 static inline __attribute__((always_inline)) int
 chained_insert_locked(struct conntab *t, struct ct_slots *b, uintptr_t id,
 		      struct conntab_node *n, struct conntab_node **recycled,
-		      struct ct_delta *d)
+		      struct ct_delta *d, const struct ct_slots_tagops to)
 {
 	struct conntab_node **pprev, *old;
 	size_t len;
 	int err, slot;
 
-	old = ct_slots_find_locked(b, n->ct_hash, &n->ct_key, &slot, &pprev,
-				   &len);
+	old = ct_slots_find_locked_t(b, n->ct_hash, &n->ct_key, &slot, &pprev,
+				     &len, to);
 	if (old) {
 		if ((err = ct_insert_met_locked(t, old, recycled)))
 			return err;
@@ -145,7 +145,7 @@ chained_insert_locked(struct conntab *t, struct ct_slots *b, uintptr_t id,
 	 * n is private until here. The path it is on: its slot, or the
 	 * overflow chain, which a lookup of its key walks (lib/probes.h).
 	 */
-	d->chain = ct_slots_put(b, id, n) ? 1 : len + 1;
+	d->chain = ct_slots_put_t(b, id, n, to) ? 1 : len + 1;
 	d->entries++;
 	ct_probe_chain(t, n->ct_hash, d->chain);
 	return 0;
@@ -230,7 +230,8 @@ static int chained_evict(struct ct_chained *c, struct ct_stripe *s,
 static inline __attribute__((always_inline)) int
 chained_insert_common(struct conntab *t, struct conntab_node *n, uint32_t h,
 		      struct conntab_node **recycled, ct_rank_fn rank,
-		      void *arg, struct conntab_node **evicted)
+		      void *arg, struct conntab_node **evicted,
+		      const struct ct_slots_tagops to)
 {
 	struct ct_chained *c = ct_chained(t);
 	struct ct_victim v;
@@ -243,7 +244,7 @@ chained_insert_common(struct conntab *t, struct conntab_node *n, uint32_t h,
 
 		s = ct_lock_hash(&c->locks, h);
 		err = chained_insert_locked(t, chained_bucket(c, h),
-					    h & c->mask, n, recycled, &d);
+					    h & c->mask, n, recycled, &d, to);
 		ct_stripe_apply(s, &d);
 		/* -ENOSPC comes after the key check: the key is absent. */
 		if (err == -ENOSPC && rank) {
@@ -269,20 +270,36 @@ chained_insert_common(struct conntab *t, struct conntab_node *n, uint32_t h,
  */
 static inline __attribute__((always_inline)) int
 chained_insert_key(struct conntab *t, struct conntab_node *n,
-		   const struct conntab_key *key, uint32_t h)
+		   const struct conntab_key *key, uint32_t h,
+		   const struct ct_slots_tagops to)
 {
 	struct ct_chained *c = ct_chained(t);
+	/*
+	 * The bucket, its id and its stripe, computed once, before the
+	 * claim: the table is a fixed array (nothing here moves), and
+	 * after the claim's barrier they would be loaded again.
+	 */
+	struct ct_slots *b = chained_bucket(c, h);
+	struct ct_stripe *s = ct_stripe_of(&c->locks, h);
+	uintptr_t id = h & c->mask;
 	unsigned int spins = 0;
 	int err;
 
-	__builtin_prefetch(chained_bucket(c, h), 1);
-	__builtin_prefetch(ct_stripe_of(&c->locks, h), 1);
+	__builtin_prefetch(b, 1);
+	__builtin_prefetch(s, 1);
 	if (!ct_node_claim_key(n, t, key, h))
 		return -EBUSY;
-	/* h, not n->ct_hash: no reload after the claim's barrier. */
-	while ((err = chained_insert_common(t, n, h, NULL, NULL, NULL,
-					    NULL)) == CT_ECLAIMED)
+	for (;;) {
+		struct ct_delta d = { 0 };
+
+		ct_spin_lock(&s->lock);
+		err = chained_insert_locked(t, b, id, n, NULL, &d, to);
+		ct_stripe_apply(s, &d);
+		ct_unlock_stripe(s);
+		if (__builtin_expect(err != CT_ECLAIMED, 1))
+			break;
 		ct_spin_pause(&spins);
+	}
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -291,7 +308,8 @@ chained_insert_key(struct conntab *t, struct conntab_node *n,
 int ct_chained_insert_siphash(struct conntab *t, struct conntab_node *n,
 			      const struct conntab_key *key)
 {
-	return chained_insert_key(t, n, key, ct_hash_sip(&t->secret, key));
+	return chained_insert_key(t, n, key, ct_hash_sip(&t->secret, key),
+				  CT_SLOTS_TAGOPS);
 }
 
 #ifdef CT_HAVE_AES
@@ -299,7 +317,9 @@ CT_AES_TARGET int ct_chained_insert_aes(struct conntab *t,
 					struct conntab_node *n,
 					const struct conntab_key *key)
 {
-	return chained_insert_key(t, n, key, ct_hash_aes(&t->aes, key));
+	/* The SSE tag match of the lookups (slots.h), in the writer too. */
+	return chained_insert_key(t, n, key, ct_hash_aes(&t->aes, key),
+				  CT_SLOTS_TAGOPS_SSE);
 }
 #endif
 
@@ -307,7 +327,7 @@ static int chained_insert(struct conntab *t, struct conntab_node *n,
 			  struct conntab_node **recycled)
 {
 	return chained_insert_common(t, n, n->ct_hash, recycled, NULL, NULL,
-				     NULL);
+				     NULL, CT_SLOTS_TAGOPS);
 }
 
 static int chained_insert_evict(struct conntab *t, struct conntab_node *n,
@@ -315,7 +335,7 @@ static int chained_insert_evict(struct conntab *t, struct conntab_node *n,
 				struct conntab_node **evicted)
 {
 	return chained_insert_common(t, n, n->ct_hash, NULL, rank, arg,
-				     evicted);
+				     evicted, CT_SLOTS_TAGOPS);
 }
 
 /* Always inlined into the lookups: a tail call cost five instructions. */

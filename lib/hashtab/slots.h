@@ -222,6 +222,37 @@ ct_slots_find_sse(const struct ct_slots *b, uintptr_t id, uint32_t h,
 								  __ATOMIC_ACQUIRE),
 						  h), 0);
 }
+
+/* ct_slots_free() in SSE, bit i for slot i (a CT_AES_TARGET writer). */
+static inline CT_AES_TARGET __attribute__((always_inline)) uint64_t
+ct_slots_free_sse(uint64_t tags)
+{
+	__m128i t = _mm_cvtsi64_si128((long long)tags);
+
+	return (uint64_t)(unsigned int)_mm_movemask_epi8(
+		_mm_cmpeq_epi8(t, _mm_setzero_si128())) &
+	       ((1u << CT_SLOTS) - 1);
+}
+#endif
+
+/*
+ * How a writer matches tags, passed as a constant to the inlined code
+ * below (its calls become direct, then inline, as batch.h's steps):
+ * the portable match, or in CT_AES_TARGET code the SSE one.
+ */
+struct ct_slots_tagops {
+	uint64_t (*match)(uint64_t tags, uint32_t h);	/* slots of @h */
+	uint64_t (*free)(uint64_t tags);		/* free slots */
+	unsigned int sh;		/* the slot of mask bit b: b >> sh */
+};
+
+#define CT_SLOTS_TAGOPS \
+	((struct ct_slots_tagops){ ct_slots_match, ct_slots_free, 3 })
+#ifdef CT_SLOTS_HAVE_SSE
+# define CT_SLOTS_TAGOPS_SSE \
+	((struct ct_slots_tagops){ ct_slots_match_sse, ct_slots_free_sse, 0 })
+#else
+# define CT_SLOTS_TAGOPS_SSE	CT_SLOTS_TAGOPS
 #endif
 
 /*
@@ -274,18 +305,19 @@ ct_slots_first_node_sse(const struct ct_slots *b, uint32_t h)
  * or NULL with *@len the nodes on @b's overflow chain.
  */
 static inline __attribute__((always_inline)) struct conntab_node *
-ct_slots_find_locked(struct ct_slots *b, uint32_t h,
-		     const struct conntab_key *k, int *slot,
-		     struct conntab_node ***pprev, size_t *len)
+ct_slots_find_locked_t(struct ct_slots *b, uint32_t h,
+		       const struct conntab_key *k, int *slot,
+		       struct conntab_node ***pprev, size_t *len,
+		       const struct ct_slots_tagops to)
 {
-	uint64_t m = ct_slots_match(b->tags, h);
+	uint64_t m = to.match(b->tags, h);
 	struct conntab_node *n;
 	size_t over;
 
 	for (; m; m &= m - 1) {
-		n = b->slot[ct_slots_first(m)];
+		n = b->slot[__builtin_ctzll(m) >> to.sh];
 		if (n->ct_hash == h && ct_key_eq(&n->ct_key, k)) {
-			*slot = (int)ct_slots_first(m);
+			*slot = (int)(__builtin_ctzll(m) >> to.sh);
 			*pprev = NULL;
 			return n;
 		}
@@ -295,6 +327,15 @@ ct_slots_find_locked(struct ct_slots *b, uint32_t h,
 	if (!n)
 		*len = over;
 	return n;
+}
+
+static inline __attribute__((always_inline)) struct conntab_node *
+ct_slots_find_locked(struct ct_slots *b, uint32_t h,
+		     const struct conntab_key *k, int *slot,
+		     struct conntab_node ***pprev, size_t *len)
+{
+	return ct_slots_find_locked_t(b, h, k, slot, pprev, len,
+				      CT_SLOTS_TAGOPS);
 }
 
 /* Writer (stripe locked): the slot holding @n, or -1. */
@@ -315,17 +356,17 @@ static inline int ct_slots_index(const struct ct_slots *b,
  * True if it took a slot.
  */
 static inline __attribute__((always_inline)) bool
-ct_slots_put(struct ct_slots *b, uintptr_t id,
-	     struct conntab_node *n)
+ct_slots_put_t(struct ct_slots *b, uintptr_t id, struct conntab_node *n,
+	       const struct ct_slots_tagops to)
 {
-	uint64_t tags = b->tags, fr = ct_slots_free(tags);
+	uint64_t tags = b->tags, fr = to.free(tags);
 	unsigned int i;
 
 	if (!fr) {
 		ct_chain_push(&b->over, n);
 		return false;
 	}
-	i = ct_slots_first(fr);
+	i = (unsigned int)__builtin_ctzll(fr) >> to.sh;
 	n->ct_next = ct_nulls(id);		/* S3 */
 	ct_delay(CT_DP_SLOT_PUB);
 	ct_rcu_assign(b->slot[i], n);		/* pairs with ct_rcu_deref */
@@ -334,6 +375,12 @@ ct_slots_put(struct ct_slots *b, uintptr_t id,
 	__atomic_store_n(&b->tags, tags | ct_slots_tag(n->ct_hash) << (8 * i),
 			 __ATOMIC_RELEASE);
 	return true;
+}
+
+static inline __attribute__((always_inline)) bool
+ct_slots_put(struct ct_slots *b, uintptr_t id, struct conntab_node *n)
+{
+	return ct_slots_put_t(b, id, n, CT_SLOTS_TAGOPS);
 }
 
 /*
