@@ -385,7 +385,7 @@ ct_node_claim_key(struct conntab_node *n, struct conntab *t,
 /*
  * conntab_insert() of a CONNTAB_CHAINED table of each hash, arguments
  * checked (chained's writers need no counted thread): hash, claim and
- * link in one function with the table's hash inlined (lib/chained.c),
+ * link in one function with the table's hash inlined (lib/hashtab/chained.c),
  * instead of the front end's generic path with its calls through the
  * ops table.
  */

@@ -72,7 +72,7 @@ ct_hstep_aes(const struct conntab *t, const struct conntab_key *k)
 /*
  * CT_READ_OPS_DEFINE() where the AES pair has a find and a first step of
  * its own (@find_aes, @first_aes: CT_AES_TARGET code, which may use the
- * vector instructions that target brings: lib/slots.h's tag match).
+ * vector instructions that target brings: lib/hashtab/slots.h's tag match).
  */
 #define CT_READ_OPS_DEFINE2(name, find_fn, bucket_fn, first_fn, find_aes, \
 			    first_aes)					\

@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "aes.h"
+#include "../hash/aes.h"
 #include "chain.h"
 #include "../delay.h"
 #include "../key.h"
