@@ -121,5 +121,27 @@ void b_rte_fini(void);
 /* Give the calling thread an lcore id (multi-writer tables need one). */
 void b_rte_thread_register(void);
 #endif
+#ifdef HAVE_VPPINFRA
+/* bench/peer-bihash.c: VPP's clib_bihash_16_8 (40_8 for IPv6 runs). */
+extern const struct bench_impl b_impl_bihash;
+
+/*
+ * Whether this CPU runs the peer's code, built for x86-64 level
+ * BIHASH_LEVEL (configure.ac): checked here, in code built for any x86-64,
+ * before the first instruction of the peer's own runs.
+ */
+static inline bool b_bihash_runs(void)
+{
+# if BIHASH_LEVEL >= 3
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+	       __builtin_cpu_supports("fma") && __builtin_cpu_supports("sse4.2");
+# elif BIHASH_LEVEL == 2
+	return __builtin_cpu_supports("sse4.2") &&
+	       __builtin_cpu_supports("popcnt");
+# else
+	return true;
+# endif
+}
+#endif
 
 #endif /* BENCH_IMPL_H */

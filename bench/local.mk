@@ -1,5 +1,5 @@
 # conntab-bench: every backend and the peers (lfht, ck_ht, rte_hash,
-# plain) on the same keys; see doc/performance.md.
+# bihash, plain) on the same keys; see doc/performance.md.
 bin_PROGRAMS += bench/conntab-bench
 
 bench_conntab_bench_SOURCES = \
@@ -33,6 +33,20 @@ bench_libpeer_rte_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	$(URCU_CFLAGS) $(DPDK_CFLAGS)
 bench_libpeer_rte_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_conntab_bench_LDADD += bench/libpeer-rte.la $(DPDK_LIBS)
+endif
+# The bihash peer, with --with-vppinfra=DIR: its own library, so that
+# VPP's headers and the flags VPP builds its lookups with (BIHASH_CFLAGS:
+# -O3 and -march=x86-64-v3 or v2, as this CPU allows) reach this one file.
+# The user's CFLAGS come after a target's, and their -O2 would win: the
+# object's own CFLAGS (GNU make) put -O3 last.
+if HAVE_VPPINFRA
+noinst_LTLIBRARIES += bench/libpeer-bihash.la
+bench_libpeer_bihash_la_SOURCES = bench/peer-bihash.c
+bench_libpeer_bihash_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
+	$(URCU_CFLAGS) $(VPPINFRA_CFLAGS)
+bench_libpeer_bihash_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+$(bench_libpeer_bihash_la_OBJECTS): CFLAGS += $(BIHASH_CFLAGS)
+bench_conntab_bench_LDADD += bench/libpeer-bihash.la $(VPPINFRA_LIBS)
 endif
 # The pcap workload, when configure found libpcap.
 bench_conntab_bench_SOURCES += bench/capture.h

@@ -90,6 +90,10 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	all[na++] = &b_impl_rte_mw;
 	all[na++] = &b_impl_rte_mw_jhash;
 #endif
+#ifdef HAVE_VPPINFRA
+	if (b_bihash_runs())
+		all[na++] = &b_impl_bihash;
+#endif
 	for (i = 0; i < na && n < max; i++)
 		if (impls_all || (impl_selected(all[i]->name) &&
 				  (b_opts.impls || !(all[i]->flags & BI_ASKED))))
@@ -368,7 +372,7 @@ static void parse_workloads(const char *arg)
 static const char *const impl_names[] = {
 	"chained", "split", "exthash", "trie",
 	"lfht", "lfht-jhash", "ck_ht", "plain",
-	"rte_hash", "rte_hash-mw", "rte_hash-mw-jhash",
+	"rte_hash", "rte_hash-mw", "rte_hash-mw-jhash", "bihash",
 };
 
 /*
@@ -421,7 +425,7 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 	struct conntab_config cfg = { .backend = CONNTAB_CHAINED,
 				      .hash = b_opts.hash };
 	struct conntab *t = conntab_create(&cfg);
-	size_t i, o = 0;
+	size_t i, o = 0, col = 0;
 	const char *h;
 
 	if (!t)
@@ -437,6 +441,10 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 		else if (im[i]->create == b_impl_rte.create)
 			h = "crc32";
 #endif
+#ifdef HAVE_VPPINFRA
+		else if (im[i] == &b_impl_bihash)
+			h = BIHASH_LEVEL ? "crc32c" : "xxhash";
+#endif
 		else if (im[i]->flags & BI_CONNTAB) {
 			cfg.backend = (enum conntab_backend)im[i]->backend;
 			t = conntab_create(&cfg);
@@ -445,8 +453,15 @@ static void resolve_hash(const struct bench_impl **im, size_t ni,
 			    conntab_hash_name(conntab_hash_of(t));
 			conntab_destroy(t, NULL);
 		}
-		o += (size_t)snprintf(line + o, len - o, "%s%s %s",
-				      i ? ", " : "", im[i]->name, h);
+		/* Lines of at most 150 columns, after the 30 of "# hash". */
+		if (i && col + strlen(im[i]->name) + strlen(h) + 3 > 120) {
+			o += (size_t)snprintf(line + o, len - o, ",\n#  ");
+			col = 3;
+		}
+		col += (size_t)snprintf(line + o, len - o, "%s%s %s",
+					!i ? "" : col == 3 ? " " : ", ",
+					im[i]->name, h);
+		o += strlen(line + o);
 	}
 }
 
@@ -490,7 +505,7 @@ static void usage(FILE *f)
 "                     (default all but scale; with --pcap: pcap)\n"
 "  --impl I[,I]       chained split exthash trie lfht lfht-jhash ck_ht\n"
 "                     plain rte_hash rte_hash-mw rte_hash-mw-jhash\n"
-"                     (default: every backend this library has, and\n"
+"                     bihash (default: every backend this library has, and\n"
 "                     every peer built but rte_hash-mw-jhash)\n"
 "  --threads N        readers in churn, threads in grow and timewait (one\n"
 "                     inserts, N - 1 read), readers of zipf/trains/pcap\n"

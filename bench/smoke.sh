@@ -112,6 +112,20 @@ then
 	# the single-writer table is in no workload with several writers
 	echo "$out" | grep -q '^churn	rte_hash	' && fail "churn of rte_hash"
 fi
+# The bihash peer, when this build has it (--with-vppinfra): every
+# lookup workload, writes, memory, churn with readers; the last peer.
+if $bench --tsv --impl bihash --n 1K --reps 1 --workload memory >/dev/null 2>&1
+then
+	last="# chained vs biha"
+	has '^lookup	bihash	4096	1	'
+	has '^lookup-miss	bihash	4096	1	'
+	has '^batch32	bihash	4096	1	'
+	has '^insert	bihash	4096	1	'
+	has '^remove	bihash	4096	1	'
+	has '^memory	bihash	4096	1	'
+	has '^churn	bihash	4096	2	'
+	has '^writers	bihash	4096	2	'
+fi
 [ "$(echo "$out" | tail -1 | cut -c1-17)" = "$last" ] ||
 	fail "the last line is not conntab against the last peer"
 # rte_hash on IPv6 keys (the 40-byte key), and its jhash choice.
@@ -120,6 +134,14 @@ if [ "$last" = "# chained vs rte_" ]; then
 		--impl rte_hash,rte_hash-mw-jhash --workload lookup,batch,insert)
 	has '^# hash .*rte_hash crc32, rte_hash-mw-jhash jhash'
 	has '^batch16	rte_hash-mw-jhash	4096	1	'
+fi
+# bihash on IPv6 keys: clib_bihash_40_8.
+if [ "$last" = "# chained vs biha" ]; then
+	out=$($bench --tsv --v6 --n 4K --reps 1 --threads 1 --impl bihash \
+		--workload lookup,lookup-miss,batch,insert,remove,memory)
+	has '^# hash .*bihash [a-z0-9]*$'
+	has '^batch16	bihash	4096	1	'
+	has '^memory	bihash	4096	1	'
 fi
 # The time budget: a microsecond is spent by the first repetition, so
 # every implementation is stopped by the second at the latest, without
