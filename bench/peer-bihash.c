@@ -21,8 +21,9 @@
  *            compiles its non-inline half (add_del) in libvnet at its
  *            default x86-64-v2; here both halves share the flags.
  *   memory   bihash allocates from vppinfra's heap (clib_mem_init(),
- *            once, before the first table); a table's bytes are its
- *            allocation chunks, the bucket array among them.
+ *            once, before the first table; transparent huge pages); a
+ *            table's bytes are its allocation chunks, the bucket array
+ *            among them.
  *
  * Readers take no lock: bihash's readers retry when the bucket word they
  * read changed under them (a writer holds its lock bit or moved its
@@ -44,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /*
  * The project's headers before VPP's: vppinfra defines always_inline as
@@ -90,6 +92,7 @@ static bool bh_heap;
 static void bh_heap_init(void)
 {
 	size_t i, n = 1u << 20;
+	void *heap;
 	uword sz;
 
 	for (i = 0; i < b_opts.nn; i++)
@@ -98,7 +101,17 @@ static void bh_heap_init(void)
 	sz = (uword)n * 2048;
 	if (sz < (1ull << 30))
 		sz = 1ull << 30;
-	bh_heap = clib_mem_init(0, sz) != NULL;
+	heap = clib_mem_init(0, sz);
+	bh_heap = heap != NULL;
+	/*
+	 * In production VPP's heap is on hugepages; here, as conntab's large
+	 * arrays (lib/mem.c) and rte_hash's heap (peer-rte.c), it is asked
+	 * for transparent ones, so that no table pays TLB misses the others
+	 * do not.
+	 */
+	if (heap)
+		(void)madvise(clib_mem_get_heap_base(heap),
+			      clib_mem_get_heap_size(heap), MADV_HUGEPAGE);
 }
 
 /* The NAT44-ED-style key of an IPv4 4-tuple. */
@@ -301,7 +314,7 @@ static int bh_remove(void *tp, void *obj)
  * object for NULL): an add on a present key stores the new value in one
  * 8-byte write under the bucket lock, which readers see whole. Returns
  * the replaced object. The check and the store are two steps: the
- * single-threaded timewait workload is the only caller.
+ * timewait workload, whose one writer is the only caller, needs no more.
  */
 static struct bh_obj *bh_swap(struct bh_tab *t, struct bh_obj *want,
 			      struct bh_obj *nw)
