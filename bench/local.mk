@@ -78,6 +78,11 @@ demo: bench/conntab-bench$(EXEEXT)
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/pcap-sample.sh
 
+# Instructions per lookup, miss, insert and remove under callgrind, of
+# chained and bihash (doc/performance.md, "bihash as a peer"): a
+# documented command, not a test.
+EXTRA_DIST += bench/callgrind-ops.sh
+
 # Command-line mistakes: exit status 2 and one line naming the option.
 TESTS += bench/test-options.sh
 EXTRA_DIST += bench/test-options.sh
