@@ -270,13 +270,29 @@ while IFS=$'\t' read -r file line; do
 	udp-flowd | udp-lb | tcp-conntrack)
 		"$prog" "${args[@]}" >"$tmp/srv.out" 2>&1 &
 		srv=$!
-		# Up once it says so (slow under the sanitizers), then stopped.
-		for _ in $(seq 150); do
-			grep -q ': listening on ' "$tmp/srv.out" && break
+		# Up once it says so (slow under the sanitizers and a loaded
+		# machine: up to 5 minutes), then stopped with SIGINT. Never
+		# before it says so: a script's background job starts with
+		# SIGINT ignored, so a SIGINT that comes before the server
+		# blocks it for its signalfd is lost, and the server runs on.
+		up=0
+		for _ in $(seq 1500); do
+			grep -q ': listening on ' "$tmp/srv.out" && { up=1; break; }
 			kill -0 "$srv" 2>/dev/null || break
 			sleep 0.2
 		done
-		if kill -INT "$srv" 2>/dev/null; then
+		if [ $up = 0 ] && kill -0 "$srv" 2>/dev/null; then
+			kill -KILL "$srv"
+			wait "$srv"
+			rc="never said it listens"
+		elif kill -INT "$srv" 2>/dev/null; then
+			# and a server that ignores it fails, not hangs (a
+			# zombie not yet waited for keeps its pid: no reuse)
+			for _ in $(seq 600); do
+				kill -0 "$srv" 2>/dev/null || break
+				sleep 0.2
+			done
+			kill -KILL "$srv" 2>/dev/null
 			wait "$srv"
 			rc=$?
 		else
