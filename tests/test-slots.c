@@ -5,7 +5,10 @@
  * all carry one tag, so that every slot's tag matches every lookup, the
  * slots are full and the rest is on the overflow chain. Built with the
  * table's known secret and the library's own SipHash (lib/hash/hash.h), as
- * tests/test-flood.c does.
+ * tests/test-flood.c does, or its AES hash (through conntab_hash()): the
+ * worst-bucket and race cases run with each hash of t_hashes(), since an
+ * AES table's lookups, batches and inserts match tags with SSE
+ * (lib/hashtab/slots.h), a SipHash table's with the portable word match.
  *
  *  - slots-worst: every operation on such a bucket (lookup and batch of
  *    each key wherever it sits, walk and scan exactly once, removal from
@@ -51,16 +54,37 @@ static struct conntab_key keys[NKEYS];
 static struct conn conns[NKEYS], tws[NKEYS], fresh[NKEYS];
 static unsigned int visits[NKEYS * 3];
 
+/* The hash of the table under test (the cases' loop over t_hashes()). */
+static enum conntab_hash slots_hash = CONNTAB_HASH_SIPHASH;
+static enum conntab_hash hashes[2];
+static size_t nhashes;
+
 static uint32_t known_hash(const struct conntab_key *k)
 {
 	struct ct_secret sec;
 
+	if (slots_hash == CONNTAB_HASH_AES) {
+		/* The library's own AES hash, keyed with the known secret. */
+		static struct conntab *ht;
+		struct conntab_config cfg = {
+			.backend = CONNTAB_CHAINED,
+			.secret = known_secret, .hash = CONNTAB_HASH_AES,
+		};
+
+		if (!ht)
+			ht = conntab_create(&cfg);
+		ck_assert_ptr_nonnull(ht);
+		return (uint32_t)conntab_hash(ht, k);
+	}
 	memcpy(&sec.k0, known_secret, 8);
 	memcpy(&sec.k1, known_secret + 8, 8);
 	return ct_hash_sip(&sec, k);
 }
 
-/* NKEYS keys of bucket 0 of NB, all with the hash's top byte @tag. */
+/*
+ * NKEYS keys of bucket 0 of NB, all with tag @tag: the hash's top byte, or
+ * for @tag 1 a top byte of 0 or 1 (a 0 is stored as 1: slots.h), mixed.
+ */
 static void build_keys(uint32_t tag)
 {
 	uint64_t x = 88172645463325252ULL;	/* xorshift: reproducible */
@@ -75,7 +99,7 @@ static void build_keys(uint32_t tag)
 		conntab_key_v4(&k, IPPROTO_UDP, htonl(0xc0000201), htons(53),
 			       (uint32_t)x, (uint16_t)(x >> 32));
 		h = known_hash(&k);
-		if ((h & (NB - 1)) == 0 && h >> 24 == tag)
+		if ((h & (NB - 1)) == 0 && ((h >> 24) | !(h >> 24)) == tag)
 			keys[n++] = k;
 	}
 }
@@ -84,7 +108,7 @@ static struct conntab *make_table(size_t max_entries)
 {
 	struct conntab_config cfg = {
 		.backend = CONNTAB_CHAINED, .expected = 64,
-		.secret = known_secret, .hash = CONNTAB_HASH_SIPHASH,
+		.secret = known_secret, .hash = slots_hash,
 		.max_entries = max_entries,
 	};
 	struct conntab_stats st;
@@ -178,6 +202,7 @@ START_TEST(test_worst_bucket)
 	struct conntab *t;
 	size_t i;
 
+	slots_hash = hashes[_i];
 	build_keys(0x5a);
 	init_conns(conns, 0);
 	init_conns(tws, 1);
@@ -316,6 +341,7 @@ static void load_case(size_t n, double chain_lo, double chain_hi,
 	struct conntab *t;
 
 	ck_assert(k && out && c);
+	slots_hash = CONNTAB_HASH_SIPHASH;	/* known_hash()'s, as cfg's */
 	t = conntab_create(&cfg);
 	ck_assert_ptr_nonnull(t);
 	conntab_stats(t, &st);
@@ -493,7 +519,9 @@ START_TEST(test_race)
 	void *pools[2];
 	size_t i;
 
-	build_keys(0xa5);
+	slots_hash = hashes[_i];
+	/* Tag 1: keys whose top hash byte is 0 share it with those of 1. */
+	build_keys(1);
 	init_conns(conns, 0);
 	race_t = make_table(0);
 	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
@@ -511,8 +539,10 @@ START_TEST(test_race)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 2; i++)
 		pthread_join(r[i], NULL);
-	printf("slots-race: %lu rounds of lookups, %lu misses, %lu wrong, "
-	       "%lu writer failures\n", lookups, misses, wrong, failures);
+	printf("slots-race (%s): %lu rounds of lookups, %lu misses, "
+	       "%lu wrong, %lu writer failures\n",
+	       conntab_hash_name(slots_hash), lookups, misses, wrong,
+	       failures);
 	ck_assert_uint_gt(lookups, 0);
 	ck_assert_uint_eq(misses, 0);
 	ck_assert_uint_eq(wrong, 0);
@@ -529,10 +559,11 @@ int main(void)
 	TCase *tc = tcase_create("slots-worst"), *tr = tcase_create("slots-race");
 	int ret;
 
-	tcase_add_test(tc, test_worst_bucket);
+	nhashes = t_hashes(hashes, 2);
+	tcase_add_loop_test(tc, test_worst_bucket, 0, (int)nhashes);
 	tcase_add_test(tc, test_load);
 	suite_add_tcase(s, tc);
-	tcase_add_test(tr, test_race);
+	tcase_add_loop_test(tr, test_race, 0, (int)nhashes);
 	tcase_set_timeout(tr, 120);
 	suite_add_tcase(s, tr);
 	rcu_register_thread();
