@@ -1105,18 +1105,21 @@ END_TEST
 
 /*
  * Retired nodes are freed while conntab_stats() runs back to back in two
- * threads beside a writer: the process's heap stays what the table
- * needs. (At e8b2d6f conntab_stats() walked without the RCU read lock
+ * threads beside SR_WRITERS writers: the process's heap stays what the
+ * table needs. (At e8b2d6f conntab_stats() walked without the RCU read lock
  * and held back the hand-over of retired nodes to call_rcu while any
  * stats call ran; two threads calling it in turn almost never let a
  * writer find none running, and the heap grew without bound, 6.5 MB to
- * 53 MB in 15 s for the reviewers, the table unchanged.) The writer
- * churns a table of SR_KEYS entries, each key swapped for another in
- * turn; every 100 ms the main thread stops it, waits for the call_rcu
- * callbacks (rcu_barrier()), and takes the heap in use less what the
- * table accounts for (stats.memory): that excess may not grow by more
- * than SR_SLACK over the run (CT_T_BATCH nodes wait for a batch, at
- * most 4 KiB each, and the writer's own frees since the barrier).
+ * 53 MB in 15 s for the reviewers, the table unchanged.) The writers
+ * churn a table of SR_KEYS entries (writer j the keys i = j mod
+ * SR_WRITERS), each key swapped for another in turn; every 100 ms the
+ * main thread stops them, waits for the call_rcu callbacks
+ * (rcu_barrier()), and takes the heap in use less what the table
+ * accounts for (stats.memory): that excess may not grow by more than
+ * SR_SLACK over the run (per writer: CT_T_BATCH nodes wait for a batch
+ * in its shard of the counters, at most 4 KiB each, and its own frees
+ * since the barrier). Two writers: the retired nodes wait per shard,
+ * and new threads draw distinct shards.
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 /* <sanitizer/allocator_interface.h>, which GCC does not install. */
@@ -1138,7 +1141,8 @@ static size_t heap_in_use(void)
 
 #define SR_KEYS		(40000 / SLOW)
 #define SR_SAMPLES	6
-#define SR_SLACK	((size_t)512 << 10)
+#define SR_WRITERS	2
+#define SR_SLACK	((size_t)SR_WRITERS * (512 << 10))
 
 static const struct timespec sr_period = { 0, 100 * 1000000L };
 
@@ -1147,7 +1151,7 @@ static struct {
 	struct conntab_node *n[2];	/* [2][SR_KEYS]: a key, its swap */
 	struct conntab_key *k[2];
 	uint8_t *side;			/* which of the two is in */
-	int stop, pause, paused;	/* atomics */
+	int stop, pause, paused;	/* atomics; paused: writers */
 	unsigned long swaps, stats_calls;
 } sr;
 
@@ -1167,20 +1171,21 @@ static void *sr_stats(void *arg)
 
 static void *sr_writer(void *arg)
 {
-	uint64_t s = 4242;
+	size_t me = (size_t)(uintptr_t)arg;
+	uint64_t s = 4242 + me;
 	size_t i;
 	int o;
 
-	(void)arg;
 	rcu_register_thread();
 	while (!__atomic_load_n(&sr.stop, __ATOMIC_RELAXED)) {
 		if (__atomic_load_n(&sr.pause, __ATOMIC_ACQUIRE)) {
-			__atomic_store_n(&sr.paused, 1, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&sr.paused, 1, __ATOMIC_RELEASE);
 			while (__atomic_load_n(&sr.pause, __ATOMIC_ACQUIRE))
 				sched_yield();
-			__atomic_store_n(&sr.paused, 0, __ATOMIC_RELEASE);
+			__atomic_fetch_sub(&sr.paused, 1, __ATOMIC_RELEASE);
 		}
-		i = (size_t)(rnd(&s) % SR_KEYS);
+		i = (size_t)(rnd(&s) % (SR_KEYS / SR_WRITERS)) * SR_WRITERS +
+		    me;
 		o = sr.side[i];
 		REQUIRE(conntab_remove(sr.t, &sr.n[o][i]) == 0);
 		/*
@@ -1191,19 +1196,19 @@ static void *sr_writer(void *arg)
 		conntab_node_init(&sr.n[!o][i]);
 		REQUIRE(conntab_insert(sr.t, &sr.n[!o][i], &sr.k[!o][i]) == 0);
 		sr.side[i] = (uint8_t)!o;
-		__atomic_store_n(&sr.swaps, sr.swaps + 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&sr.swaps, 1, __ATOMIC_RELAXED);
 	}
 	rcu_unregister_thread();
 	return NULL;
 }
 
-/* Heap in use beyond what the table accounts for, the writer stopped. */
+/* Heap in use beyond what the table accounts for, the writers stopped. */
 static long sr_excess(void)
 {
 	struct conntab_stats st;
 
 	__atomic_store_n(&sr.pause, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&sr.paused, __ATOMIC_ACQUIRE))
+	while (__atomic_load_n(&sr.paused, __ATOMIC_ACQUIRE) < SR_WRITERS)
 		sched_yield();
 	rcu_barrier();
 	conntab_stats(sr.t, &st);
@@ -1219,7 +1224,7 @@ static void sr_resume(void)
 
 START_TEST(stats_bounded_retirement)
 {
-	pthread_t w, st[2];
+	pthread_t w[SR_WRITERS], st[2];
 	long base, ex[SR_SAMPLES], worst = 0;
 	uint64_t s = 99;
 	size_t i;
@@ -1245,7 +1250,9 @@ START_TEST(stats_bounded_retirement)
 		conntab_node_init(&sr.n[0][i]);
 		REQUIRE(conntab_insert(sr.t, &sr.n[0][i], &sr.k[0][i]) == 0);
 	}
-	ck_assert_int_eq(pthread_create(&w, NULL, sr_writer, NULL), 0);
+	for (j = 0; j < SR_WRITERS; j++)
+		ck_assert_int_eq(pthread_create(&w[j], NULL, sr_writer,
+						(void *)(uintptr_t)j), 0);
 	for (j = 0; j < 2; j++)
 		ck_assert_int_eq(pthread_create(&st[j], NULL, sr_stats, NULL),
 				 0);
@@ -1261,13 +1268,14 @@ START_TEST(stats_bounded_retirement)
 			worst = ex[j];
 	}
 	__atomic_store_n(&sr.stop, 1, __ATOMIC_RELAXED);
-	pthread_join(w, NULL);
+	for (j = 0; j < SR_WRITERS; j++)
+		pthread_join(w[j], NULL);
 	for (j = 0; j < 2; j++)
 		pthread_join(st[j], NULL);
-	printf("trie: %lu swaps of %d keys beside %lu conntab_stats() calls "
-	       "in two threads: heap beyond the table's accounting, over "
+	printf("trie: %lu swaps of %d keys by %d writers beside %lu "
+	       "conntab_stats() calls in two threads: heap beyond the table's accounting, over "
 	       "the first period's: %ld %ld %ld %ld %ld %ld bytes\n",
-	       sr.swaps, SR_KEYS, sr.stats_calls, ex[0], ex[1], ex[2], ex[3],
+	       sr.swaps, SR_KEYS, SR_WRITERS, sr.stats_calls, ex[0], ex[1], ex[2], ex[3],
 	       ex[4], ex[5]);
 	ck_assert_uint_gt(sr.swaps, 0);
 	ck_assert_uint_gt(sr.stats_calls, 0);

@@ -154,14 +154,17 @@ static void ct_t_free_batch(struct rcu_head *rh)
 	free(b);
 }
 
-/* Hand the retired nodes to call_rcu (on a thread the flavor counts). */
-static void ct_t_flush(struct ct_trie *tr)
+/*
+ * Hand shard @c's retired nodes to call_rcu (on a thread the flavor
+ * counts).
+ */
+static void ct_t_flush(struct ct_trie *tr, struct ct_trie_count *c)
 {
 	struct rcu_head *rh, *next;
 	struct ct_tbatch *b;
 
-	__atomic_store_n(&tr->nretired, 0, __ATOMIC_RELAXED);
-	rh = __atomic_exchange_n(&tr->retired, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c->nretired, 0, __ATOMIC_RELAXED);
+	rh = __atomic_exchange_n(&c->retired, NULL, __ATOMIC_SEQ_CST);
 	if (!rh)
 		return;
 	b = malloc(sizeof(*b));
@@ -185,29 +188,36 @@ static void ct_t_flush(struct ct_trie *tr)
  * the RCU read lock (readers, writers, conntab_stats()), so the grace
  * period that follows the call_rcu of its batch covers them all: the
  * batch is handed over after the unlink, and the grace period starts
- * after that. Nothing holds a batch back: the writer whose retirement
- * makes it CT_T_BATCH nodes (or brings a node of CT_T_BIG bytes) hands
- * it over, so what waits here is under CT_T_BATCH nodes of under
- * CT_T_BIG bytes each, plus one node per writer racing the hand-over,
- * whatever conntab_stats() callers do.
+ * after that. It waits in the writer's shard of the counters (struct
+ * ct_trie_count): writers in different shards share no line here.
+ * Nothing holds a batch back: the writer whose retirement makes its
+ * shard's list CT_T_BATCH nodes (or brings a node of CT_T_BIG bytes)
+ * hands it over, so what waits in a shard is under CT_T_BATCH nodes of
+ * under CT_T_BIG bytes each, plus one node per writer racing the
+ * hand-over, whatever conntab_stats() callers do; in all, that times
+ * the shards that writers use, CT_TRIE_SHARDS at most (one a writer
+ * thread up to that; tests/test-trie-bound.c, stats_bounded_retirement,
+ * holds two writers to it).
  */
 void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
 {
+	struct ct_trie_count *c = ct_t_cnt(tr);
 	struct rcu_head *rh = ct_t_head(x), *old;
 	size_t sz = ct_t_size(x);
 	unsigned long n;
 
 	ct_delay(CT_DP_TR_RETIRE);
 	ct_t_account(tr, -1, -(long)sz);
-	old = __atomic_load_n(&tr->retired, __ATOMIC_RELAXED);
+	/* Threads may share a shard: a lock-free push all the same. */
+	old = __atomic_load_n(&c->retired, __ATOMIC_RELAXED);
 	do {
 		rh->next.next = (struct cds_wfcq_node *)(void *)old;
-	} while (!__atomic_compare_exchange_n(&tr->retired, &old, rh, true,
+	} while (!__atomic_compare_exchange_n(&c->retired, &old, rh, true,
 					      __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
-	n = __atomic_add_fetch(&tr->nretired, 1, __ATOMIC_RELAXED);
+	n = __atomic_add_fetch(&c->nretired, 1, __ATOMIC_RELAXED);
 	if (n >= CT_T_BATCH || sz >= CT_T_BIG)
-		ct_t_flush(tr);
+		ct_t_flush(tr, c);
 }
 
 /*
@@ -217,5 +227,8 @@ void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x)
  */
 void ct_t_drain(struct ct_trie *tr)
 {
-	ct_t_flush(tr);
+	unsigned int i;
+
+	for (i = 0; i < CT_TRIE_SHARDS; i++)
+		ct_t_flush(tr, &tr->cnt[i]);
 }

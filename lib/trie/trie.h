@@ -411,6 +411,16 @@ struct ct_trie_count {
 	long memory;
 	long inflates;
 	long halves;
+	/*
+	 * Nodes this shard's writers retired, waiting for a batch
+	 * (lib/trie/trie-mem.c): a lock-free stack and its length. Per shard,
+	 * not per table: one list in struct ct_trie took a locked
+	 * compare-and-swap and an atomic add on one line from every writer
+	 * that copied a node, and that line was the root word's, which
+	 * every lookup and every writer's descent reads first.
+	 */
+	struct rcu_head *retired;
+	unsigned long nretired;
 } __attribute__((aligned(CT_CACHELINE)));
 
 struct ct_trie {
@@ -442,11 +452,10 @@ struct ct_trie {
 	 */
 	uint32_t sample_slot;
 	/*
-	 * Retired nodes wait on @retired (a lock-free stack) and go to
-	 * call_rcu in batches (lib/trie/trie-mem.c).
+	 * Per-thread shards: the counters, and the retired nodes, which
+	 * wait there (lib/trie/trie-mem.c) and go to call_rcu in batches. The
+	 * line above (the root word) is written only when the root changes.
 	 */
-	struct rcu_head *retired;
-	unsigned long nretired;
 	struct ct_trie_count cnt[CT_TRIE_SHARDS];
 };
 
