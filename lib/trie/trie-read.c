@@ -77,12 +77,16 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 {
 	struct ct_trie *tr = ct_trie(t);
 	uint8_t s[CT_TRIE_BATCH][CT_KEY_STR_BUF];
-	uintptr_t p[CT_TRIE_BATCH];
+	uintptr_t p[CT_TRIE_BATCH], *a[CT_TRIE_BATCH];
 	size_t base, i, m, found = 0;
 	bool more;
 
 	for (base = 0; base < n; base += m) {
 		uintptr_t root = ct_w_load(&tr->root);
+		struct ct_tnode *rx = root && !ct_w_leaf(root) ?
+				      ct_w_tn(root) : NULL;
+		/* A dense root: its slots are the first loads of every key. */
+		uintptr_t *rslot = rx && !ct_t_isk(rx) ? ct_d(rx)->kid : NULL;
 
 		m = n - base < CT_TRIE_BATCH ? n - base : CT_TRIE_BATCH;
 		for (i = 0; i < m; i++) {
@@ -91,6 +95,31 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 			p[i] = k->family == AF_INET || k->family == AF_INET6 ?
 			       root : 0;
 			ct_key_str(k, s[i]);
+			/*
+			 * Each key's root slot is fetched before any is
+			 * read, so that the first round's loads overlap as
+			 * the later rounds' do (a root of 2^17 slots at 1M
+			 * keys is a megabyte, mostly out of L1 and L2).
+			 * The slot is inside the root whatever the key:
+			 * the window's value is below 2^w.
+			 */
+			if (rslot && p[i]) {
+				a[i] = &rslot[ct_bits(s[i], rx->pos, rx->w)];
+				__builtin_prefetch(a[i]);
+			}
+		}
+		/*
+		 * The first round on a dense root: ct_t_step()'s load of
+		 * the slot found above (consume, as every child word).
+		 */
+		for (i = 0; rslot && i < m; i++) {
+			if (!p[i])
+				continue;
+			ct_delay(CT_DP_TR_READ_STEP);
+			p[i] = ct_w_load(a[i]);
+			__builtin_prefetch((void *)(p[i] & ~CT_T_LEAF));
+			if (p[i] && !ct_w_leaf(p[i]))
+				ct_t_prefetch_tail(p[i]);
 		}
 		do {
 			more = false;

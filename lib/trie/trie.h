@@ -145,12 +145,17 @@ static inline int ct_k_find(struct ct_tnode *x, uint32_t v)
 	unsigned int i, n = __atomic_load_n(&x->n, __ATOMIC_ACQUIRE);
 	const uint16_t *val = ct_k_val(x);
 	__m128i key = _mm_set1_epi16((short)v);
-	unsigned int n16 = n < 16 ? n : 16;
 	uint32_t m;
 
 	m = ct_k_match8(val, key) |
 	    ct_k_match8(val + 8 * (x->cap > 8), key) << 16;
-	m &= (uint32_t)((1ull << (2 * n16)) - 1);
+	/*
+	 * The first 2n mask bits, all 32 from n = 16 on, without clamping
+	 * n: (1 << n) << n is 2^2n below 2^64, and 0 at n = 32 (two shifts
+	 * below 64, so defined), and its low 32 bits less one are all ones
+	 * from n = 16 on. n <= CT_T_KMAX = 32.
+	 */
+	m &= (uint32_t)(((1ull << n) << n) - 1);
 	if (__builtin_expect(m != 0, 1))
 		return (int)((unsigned int)__builtin_ctz(m) / 2);
 	for (i = 16; i < n; i += 8) {
