@@ -101,6 +101,27 @@ static inline unsigned int ct_key_str_bits(const struct conntab_key *k)
 	return k->family == AF_INET ? 16 * 8 : CT_KEY_STR_MAX * 8;
 }
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/*
+ * The canonical string of IPv4 key @k (16 bytes) as two words in memory
+ * order: *lo its bytes 0-7, *hi its bytes 8-15 (little-endian loads of
+ * them). Built from word 0 (zone, proto, family, lport, rport in memory
+ * order) and the addresses, instead of six byte-wise copies: this runs
+ * once per lookup. Only the zone changes byte order (tests/test-keys
+ * checks ct_key_str() against the byte-wise definition).
+ */
+static inline void ct_key_words4(const struct conntab_key *k, uint64_t *lo,
+				 uint64_t *hi)
+{
+	uint64_t w = ct_key_word0(k);
+
+	*lo = (w & 0xffff0000u) | __builtin_bswap16((uint16_t)w) |
+	      (uint64_t)k->laddr.v4.s_addr << 32;
+	*hi = ((w >> 32) & 0xffff) | (uint64_t)k->raddr.v4.s_addr << 16 |
+	      (w & 0xffff000000000000u);
+}
+#endif
+
 /*
  * Write the canonical string of @k into @s (CT_KEY_STR_BUF bytes, zeroed
  * past the string); returns its length in bytes. Fixed-size copies per
@@ -110,21 +131,10 @@ static inline unsigned int ct_key_str(const struct conntab_key *k, uint8_t *s)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (__builtin_expect(k->family == AF_INET, 1)) {
-		/*
-		 * Two 8-byte stores from word 0 (zone, proto, family, lport,
-		 * rport in memory order) and the addresses, instead of six
-		 * byte-wise copies: this runs once per lookup. Only the zone
-		 * changes byte order (tests/test-keys checks the result
-		 * against the byte-wise definition).
-		 */
-		uint64_t w = ct_key_word0(k);
-		uint64_t lo = (w & 0xffff0000u) |
-			      __builtin_bswap16((uint16_t)w) |
-			      (uint64_t)k->laddr.v4.s_addr << 32;
-		uint64_t hi = ((w >> 32) & 0xffff) |
-			      (uint64_t)k->raddr.v4.s_addr << 16 |
-			      (w & 0xffff000000000000u);
+		/* Two 8-byte stores (ct_key_words4()). */
+		uint64_t lo, hi;
 
+		ct_key_words4(k, &lo, &hi);
 		memcpy(s, &lo, 8);
 		memcpy(s + 8, &hi, 8);
 		memset(s + 16, 0, CT_KEY_STR_BUF - 16);
