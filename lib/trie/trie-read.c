@@ -56,6 +56,10 @@ ct_t_found(uintptr_t p, const struct conntab_key *k)
 }
 
 #if defined(__SIZEOF_INT128__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+# define CT_T_NUM4	1
+#endif
+
+#ifdef CT_T_NUM4
 /*
  * IPv4 lookups keep the key's string in two registers, as one 128-bit
  * number, and take each window from there. Through a buffer on the
@@ -119,7 +123,7 @@ struct conntab_node *ct_trie_lookup(struct conntab *t,
 	uint8_t s[CT_KEY_STR_BUF];
 	uintptr_t p;
 
-#if defined(__SIZEOF_INT128__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#ifdef CT_T_NUM4
 	if (__builtin_expect(k->family == AF_INET, 1))
 		return ct_trie_lookup4(tr, k);
 #endif
@@ -147,17 +151,59 @@ struct conntab_node *ct_trie_lookup(struct conntab *t,
  */
 #define CT_TRIE_BATCH	16
 
+/*
+ * A batch's key: its string as a number (IPv4, where ct_trie_lookup4()
+ * does so) or in a buffer. The number is stored and loaded whole, 16
+ * bytes at one place, which store forwarding serves; the buffer's
+ * windows are not (above), so a group whose strings were in buffers
+ * waited, at its first window, for the previous group's misses.
+ */
+struct ct_tbkey {
+#ifdef CT_T_NUM4
+	ct_u128 num;
+#endif
+	uint8_t s[CT_KEY_STR_BUF];
+};
+
+static inline __attribute__((always_inline)) void
+ct_tb_set(struct ct_tbkey *b, const struct conntab_key *k)
+{
+#ifdef CT_T_NUM4
+	if (__builtin_expect(k->family == AF_INET, 1)) {
+		b->num = ct_key_num4(k);
+		return;
+	}
+#endif
+	ct_key_str(k, b->s);
+}
+
+/* The value of @x's window in key @k (set in @b by ct_tb_set()). */
+static inline __attribute__((always_inline)) uint32_t
+ct_tb_bits(const struct ct_tbkey *b, const struct conntab_key *k,
+	   const struct ct_tnode *x)
+{
+#ifdef CT_T_NUM4
+	if (__builtin_expect(k->family == AF_INET, 1))
+		return ct_bits128(b->num, x->pos, x->w);
+#else
+	(void)k;
+#endif
+	return ct_bits(b->s, x->pos, x->w);
+}
+
 size_t ct_trie_lookup_batch(struct conntab *t,
-				const struct conntab_key *keys,
-				struct conntab_node **out, size_t n)
+			    const struct conntab_key *keys,
+			    struct conntab_node **out, size_t n)
 {
 	struct ct_trie *tr = ct_trie(t);
-	uint8_t s[CT_TRIE_BATCH][CT_KEY_STR_BUF];
+	struct ct_tbkey kb[CT_TRIE_BATCH];
 	uintptr_t p[CT_TRIE_BATCH], *a[CT_TRIE_BATCH];
 	size_t base, i, m, found = 0;
+	struct ct_tnode *x;
 	bool more;
 
 	for (base = 0; base < n; base += m) {
+		const struct conntab_key *k = &keys[base];
 		uintptr_t root = ct_w_load(&tr->root);
 		struct ct_tnode *rx = root && !ct_w_leaf(root) ?
 				      ct_w_tn(root) : NULL;
@@ -166,11 +212,12 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 
 		m = n - base < CT_TRIE_BATCH ? n - base : CT_TRIE_BATCH;
 		for (i = 0; i < m; i++) {
-			const struct conntab_key *k = &keys[base + i];
-
-			p[i] = k->family == AF_INET || k->family == AF_INET6 ?
-			       root : 0;
-			ct_key_str(k, s[i]);
+			/* No node of another family is ever linked. */
+			p[i] = k[i].family == AF_INET ||
+			       k[i].family == AF_INET6 ? root : 0;
+			if (!p[i])
+				continue;
+			ct_tb_set(&kb[i], &k[i]);
 			/*
 			 * Each key's root slot is fetched before any is
 			 * read, so that the first round's loads overlap as
@@ -179,13 +226,13 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 			 * The slot is inside the root whatever the key:
 			 * the window's value is below 2^w.
 			 */
-			if (rslot && p[i]) {
-				a[i] = &rslot[ct_bits(s[i], rx->pos, rx->w)];
+			if (rslot) {
+				a[i] = &rslot[ct_tb_bits(&kb[i], &k[i], rx)];
 				__builtin_prefetch(a[i]);
 			}
 		}
 		/*
-		 * The first round on a dense root: ct_t_step()'s load of
+		 * The first round on a dense root: ct_t_child()'s load of
 		 * the slot found above (consume, as every child word).
 		 */
 		for (i = 0; rslot && i < m; i++) {
@@ -202,7 +249,9 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 			for (i = 0; i < m; i++) {
 				if (!p[i] || ct_w_leaf(p[i]))
 					continue;
-				p[i] = ct_t_step(ct_w_tn(p[i]), s[i]);
+				x = ct_w_tn(p[i]);
+				p[i] = ct_t_child(x, ct_tb_bits(&kb[i], &k[i],
+								x));
 				/*
 				 * Integer arithmetic: p[i] may be 0, and
 				 * an offset from a null pointer is UB.
@@ -216,7 +265,7 @@ size_t ct_trie_lookup_batch(struct conntab *t,
 		for (i = 0; i < m; i++) {
 			struct conntab_node *l = p[i] ? ct_w_node(p[i]) : NULL;
 
-			if (l && !ct_key_eq(&l->ct_key, &keys[base + i]))
+			if (l && !ct_key_eq(&l->ct_key, &k[i]))
 				l = NULL;
 			out[base + i] = l;
 			found += l != NULL;
