@@ -15,6 +15,7 @@ lib_libconntab_la_SOURCES = \
 	lib/mem.c lib/mem.h \
 	lib/wipe.h \
 	lib/evict.c lib/evict.h \
+	lib/shard.c lib/shard.h \
 	lib/rcu.h lib/rcu-reg.c lib/rcu-reg.h \
 	lib/probes.h lib/delay.c lib/delay.h
 include $(srcdir)/lib/hash/local.mk

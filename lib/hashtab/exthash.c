@@ -68,6 +68,7 @@
 #include "hash-ops.h"
 #include "heads.h"
 #include "../probes.h"
+#include "../shard.h"
 #include "walk.h"
 
 /*
@@ -194,9 +195,8 @@ unsigned long ct_xh_fill_updates;
 #define XH_HALVE_SHIFT	3
 #define XH_ENTRIES_PER_SLOT	4
 /*
- * Entry counters, one line each, a shard per writer thread (drawn once,
- * round robin, xh_count_add): only the directory's growth decision sums
- * them. They were sharded by the low hash bits, 16 words on two lines,
+ * Entry counters, one line each, a shard per writer thread (lib/shard.h):
+ * only the directory's growth decision sums them. They were sharded by the low hash bits, 16 words on two lines,
  * so nearly every write of several writers took a locked add on a line
  * another writer had just written: the one table-wide line a recycling
  * writer wrote (segment locks and chains are spread over the table),
@@ -703,22 +703,6 @@ static void xh_set_pending(struct ct_exthash *x, struct ct_xdir *p)
 }
 
 /*
- * The calling thread's counter shard, the same for every table: drawn
- * once, round robin, so that up to XH_NCOUNT writers each have one.
- */
-static unsigned int xh_shard_next;
-static CT_TLS unsigned int xh_shard_mine = -1u;
-
-static inline unsigned int xh_shard(void)
-{
-	if (__builtin_expect(xh_shard_mine == -1u, 0))
-		xh_shard_mine = __atomic_fetch_add(&xh_shard_next, 1,
-						   __ATOMIC_RELAXED) %
-				XH_NCOUNT;
-	return xh_shard_mine;
-}
-
-/*
  * Entries added (or removed, negative) by a writer, on its own shard.
  * Relaxed: the sum is a hint for a resize decision, never a snapshot
  * (a shard may go negative where a thread removes what others put in;
@@ -728,7 +712,7 @@ static inline unsigned int xh_shard(void)
 static void xh_count_add(struct ct_exthash *x, long n)
 {
 	if (n)
-		__atomic_fetch_add(&x->count[xh_shard()].n, n,
+		__atomic_fetch_add(&x->count[ct_thread_shard(XH_NCOUNT)].n, n,
 				   __ATOMIC_RELAXED);
 }
 

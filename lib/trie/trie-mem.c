@@ -8,22 +8,13 @@
 #include <string.h>
 
 #include "../mem.h"
+#include "../shard.h"
 #include "trie.h"
 
-/*
- * Counter shards: each thread draws one once, so two writers rarely share
- * a line. Updated with relaxed atomics (threads may share a shard).
- */
-static unsigned int ct_t_shard_next;
-static CT_TLS unsigned int ct_t_shard_mine = -1u;
-
+/* The calling thread's shard of the counters (lib/shard.h). */
 struct ct_trie_count *ct_t_cnt(struct ct_trie *tr)
 {
-	if (__builtin_expect(ct_t_shard_mine == -1u, 0))
-		ct_t_shard_mine = __atomic_fetch_add(&ct_t_shard_next, 1,
-						     __ATOMIC_RELAXED) %
-				  CT_TRIE_SHARDS;
-	return &tr->cnt[ct_t_shard_mine];
+	return &tr->cnt[ct_thread_shard(CT_TRIE_SHARDS)];
 }
 
 static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
