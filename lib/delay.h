@@ -25,7 +25,7 @@
  *
  * Areas: fe (front end, conntab.c), chain (chain.h, chain-ops.h: chained,
  * split and exthash), slot (slots.h: chained), evict (evict.h, with
- * heads.c and exthash), walk (walk.h: walks and scans of chained, split,
+ * heads.h and exthash), walk (walk.h: walks and scans of chained, split,
  * exthash), sp (split.c), xh (exthash.c), tr (the trie's files).
  *
  * Built without --enable-delay-injection, ct_delay() is nothing (its
@@ -110,7 +110,7 @@
 	  "slot filled, before the release store of its tag") \
 	X(SLOT_UNLINK, "slot_unlink",					\
 	  "before a slot's tag and then its node are cleared") \
-	/* eviction: lib/evict.h (heads.c, exthash.c) */		\
+	/* eviction: lib/evict.h (heads.h, exthash.c) */		\
 	X(EVICT_LOCK_OTHER, "evict_lock_other",				\
 	  "sample: another lock try-locked, before what it covers is read") \
 	X(EVICT_UNLINK, "evict_unlink",					\

@@ -20,57 +20,11 @@
 #include "../lock.h"
 
 /*
- * Bucket limit of the fixed-size backends: past 2^27 buckets (1 GiB of
- * heads per head per bucket) a fixed table is the wrong tool (use
- * CONNTAB_EXTHASH), and the load factor rises above 1 instead.
- */
-#define CT_MAX_BUCKETS	((size_t)1 << 27)
-
-/*
- * Bucket count for a sizing hint: a power of two >= @expected, at least
- * @min (a power of two), at most CT_MAX_BUCKETS.
- */
-size_t ct_buckets_for(size_t expected, size_t min);
-
-/*
- * @n empty chain heads, head i ending in ct_nulls(i), the array aligned to
- * a cache line (huge-page backed when large: mem.h). NULL on allocation
- * failure or overflow.
- */
-struct conntab_node **ct_heads_alloc(size_t n);
-
-/* Free an array of @n heads from ct_heads_alloc() (no readers left). */
-void ct_heads_free(struct conntab_node **heads, size_t n);
-
-/* Bytes an array of @n heads takes (as allocated). */
-size_t ct_heads_memory(size_t n);
-
-/*
  * Unlink every node of @n heads (no readers or writers left): clear its
  * claim and pass it to @release (may be NULL), which may free it.
  */
 void ct_heads_release(struct conntab_node **heads, size_t n,
 		      void (*release)(struct conntab_node *));
-
-/*
- * The longest chain among @nbuckets buckets of @per_bucket heads each
- * (bucket b owns heads b * per_bucket ...), scanned stripe by stripe under
- * each stripe's lock so that no writer changes a chain while it is counted.
- */
-size_t ct_heads_max_depth(struct conntab_node **heads, size_t nbuckets,
-			  unsigned int per_bucket, const struct ct_locks *lk);
-
-/*
- * Eviction sample over @nbuckets buckets of @per_bucket heads each (see
- * evict.h), the newcomer's stripe @own locked: its bucket @first, then
- * the stripes from a random one on (try-locked, but @own), each from a
- * random bucket on, until the sample is done (ct_victim_done()) or every
- * bucket was visited. The kept
- * victim's owner is its stripe. True if a node ranked >= 0.
- */
-bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
-		     unsigned int per_bucket, const struct ct_locks *lk,
-		     struct ct_stripe *own, size_t first, struct ct_victim *v);
 
 /*
  * The buckets of one stripe are nbuckets / stripes buckets apart, a line
@@ -82,8 +36,12 @@ bool ct_heads_sample(struct conntab_node **heads, size_t nbuckets,
 #define CT_EVICT_AHEAD	(CT_EVICT_SAMPLE + CT_EVICT_SAMPLE / 2)
 
 /*
- * The sample of ct_heads_sample() over any fixed array of @nbuckets
- * buckets striped by @lk: @offer(ctx, b, s, v) offers the nodes of bucket
+ * An eviction sample (evict.h) over any fixed array of @nbuckets
+ * buckets striped by @lk, the newcomer's stripe @own locked: its bucket
+ * @first, then the stripes from a random one on (try-locked, but @own),
+ * each from a random bucket on, until the sample is done
+ * (ct_victim_done()) or every bucket was visited; the kept victim's owner
+ * is its stripe, and the result is true if a node ranked >= 0. @offer(ctx, b, s, v) offers the nodes of bucket
  * b (its stripe @s held) to @v (evict.h); @ahead(ctx, b) prefetches them,
  * a hint that reads nothing a writer may free. Inlined into each caller,
  * so that its two steps are direct calls, inlined in turn.
@@ -132,11 +90,5 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 	}
 	return v->node != NULL;
 }
-
-/*
- * Unlink the victim ct_heads_sample() chose, counted by its stripe, and
- * drop that stripe's lock unless it is the newcomer's @own.
- */
-void ct_heads_evict(const struct ct_victim *v, struct ct_stripe *own);
 
 #endif /* CT_HEADS_H */
