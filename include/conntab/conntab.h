@@ -207,11 +207,13 @@ struct conntab_config {
 struct conntab_stats {
 	size_t entries;		/**< connections in the table (a pair once) */
 	size_t timewait;	/**< of which in CONNTAB_TIMEWAIT */
-	size_t buckets;		/**< buckets (chained: lines of six slots), or
+	size_t buckets;		/**< buckets (chained: lines of six slots;
+				     split: lines of five and two chains), or
 				     trie internal nodes for CONNTAB_TRIE */
 	size_t memory;		/**< bytes the library itself holds for this table */
 	size_t max_depth;	/**< longest chain (chained: most nodes in a
-				     bucket), or deepest trie path */
+				     bucket; split: on one side of one), or
+				     deepest trie path */
 	size_t resizes;		/**< completed online resizes */
 };
 
