@@ -625,9 +625,11 @@ static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 				 h);
 	struct conntab_node *over = ct_rcu_deref(bk->over);
 	struct conntab_node *w = ct_rcu_deref(bk->tw);
-	struct conntab_node *x = m ? ct_rcu_deref(bk->slot[ct_slots_first(m)]) :
-				 NULL;
+	struct conntab_node *x;
 
+	/* The batch's window between the tags and the slot, as a lookup's. */
+	ct_delay(CT_DP_SLOT_READ);
+	x = m ? ct_rcu_deref(bk->slot[ct_slots_first(m)]) : NULL;
 	/* An emptied slot reads NULL: probe the chains instead (T2). */
 	x = x ? x : ct_is_nulls(over) ? w : over;
 	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk : x);
