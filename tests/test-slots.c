@@ -17,6 +17,7 @@
  *    slotted and of a chained victim at the cap), with stats checked;
  *  - slots-load: random keys at both ends of the sizing range, the share
  *    of nodes on the overflow chains against the bound slots.h states;
+ *    split-load the same for CONNTAB_SPLIT's five slots (split.c);
  *  - slots-race: readers look up keys that stay in the bucket while
  *    writers empty and refill the other slots with keys of the same tag
  *    (so a reader's stale tag leads to another key's node) and move
@@ -394,6 +395,147 @@ START_TEST(test_load)
 }
 END_TEST
 
+/*
+ * split-load: CONNTAB_SPLIT's line of five established slots
+ * (lib/hashtab/split.c) at 4 and at 2 nodes a bucket, all established:
+ * the share of keys past the five slots of their bucket (on its overflow
+ * chain) against the Poisson tails split.c states (10.3% at 4, 1.1% at
+ * 2). The bucket of a key is conntab_hash() & (buckets - 1), the table's
+ * own hash and stats.buckets; the sample sizes leave a standard deviation
+ * of 1.8% of the first and 3.4% of the second, so +-10% and +-15% are
+ * over 4 of them. Every key is found by lookup and by batch, and
+ * stats.max_depth is the deepest bucket: all of a bucket's keys on its
+ * established side. Then the constructed case the layout implies: five
+ * keys of one bucket fill its slots, a sixth and seventh overflow, and
+ * every one stays found as slotted and chained ones leave and return.
+ */
+static void split_load_case(size_t nb, size_t per_bucket, double lo,
+			    double hi)
+{
+	struct conntab_config cfg = {
+		.backend = CONNTAB_SPLIT, .expected = 4 * nb,
+		.secret = known_secret, .hash = CONNTAB_HASH_SIPHASH,
+	};
+	size_t i, n = per_bucket * nb, over = 0, deepest = 0, found = 0;
+	struct conntab_key *k = calloc(n, sizeof(*k));
+	struct conntab_node **out = calloc(n, sizeof(*out));
+	struct conn *c = calloc(n, sizeof(*c));
+	uint16_t *occ = calloc(nb, sizeof(*occ));
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	struct conntab_stats st;
+	struct conntab *t;
+
+	ck_assert(k && out && c && occ);
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.buckets, nb);
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		conntab_key_v4(&k[i], IPPROTO_TCP, htonl(0x0a000001),
+			       htons(443), (uint32_t)x, (uint16_t)(x >> 32));
+		conntab_node_init(&c[i].node);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+		occ[conntab_hash(t, &k[i]) & (nb - 1)]++;
+	}
+	for (i = 0; i < nb; i++) {
+		over += occ[i] > 5 ? occ[i] - 5u : 0;
+		deepest = occ[i] > deepest ? occ[i] : deepest;
+	}
+	printf("split-load: %zu keys in %zu buckets: %.3f%% on an overflow "
+	       "chain, deepest %zu\n", n, nb,
+	       100.0 * (double)over / (double)n, deepest);
+	ck_assert((double)over >= lo * (double)n);
+	ck_assert((double)over <= hi * (double)n);
+	rcu_read_lock();
+	for (i = 0; i < n; i++)
+		found += conntab_lookup(t, &k[i]) == &c[i].node;
+	ck_assert_uint_eq(found, n);
+	ck_assert_uint_eq(conntab_lookup_batch(t, k, out, n), n);
+	for (i = 0; i < n; i++)
+		ck_assert_ptr_eq(out[i], &c[i].node);
+	rcu_read_unlock();
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, n);
+	ck_assert_uint_eq(st.timewait, 0);
+	ck_assert_uint_eq(st.max_depth, deepest);
+	conntab_destroy(t, NULL);
+	free(k);
+	free(out);
+	free(c);
+	free(occ);
+}
+
+/* All present keys of @k (@on[i]) found by lookup, the rest missed. */
+static void split_expect(struct conntab *t, const struct conntab_key *k,
+			 struct conn *c, const bool *on, size_t n)
+{
+	size_t i;
+
+	rcu_read_lock();
+	for (i = 0; i < n; i++)
+		ck_assert_ptr_eq(conntab_lookup(t, &k[i]),
+				 on[i] ? &c[i].node : NULL);
+	rcu_read_unlock();
+}
+
+START_TEST(test_split_load)
+{
+	struct conntab_config cfg = {
+		.backend = CONNTAB_SPLIT, .expected = 64,
+		.secret = known_secret, .hash = CONNTAB_HASH_SIPHASH,
+	};
+	struct conntab_key k[7], cand;
+	struct conn c[7];
+	bool on[7] = { false };
+	struct conntab_stats st;
+	struct conntab *t;
+	uint32_t i, n = 0;
+	size_t nb;
+
+	split_load_case(16384, 4, 0.092, 0.113);
+	split_load_case(65536, 2, 0.0096, 0.0129);
+
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	conntab_stats(t, &st);
+	nb = st.buckets;
+	for (i = 0; n < 7; i++) {
+		conntab_key_v4(&cand, IPPROTO_TCP, htonl(0x0a000003),
+			       htons(443), htonl(0xc6336400 + i),
+			       htons((uint16_t)(1024 + i)));
+		if ((conntab_hash(t, &cand) & (nb - 1)) == 0)
+			k[n++] = cand;
+	}
+	for (i = 0; i < 7; i++) {
+		conntab_node_init(&c[i].node);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+		on[i] = true;
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.max_depth, i + 1);
+		split_expect(t, k, c, on, 7);
+	}
+	/* A slotted key leaves and returns (to a slot), then a chained one. */
+	for (i = 2; i <= 5; i += 3) {
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+		on[i] = false;
+		synchronize_rcu();
+		split_expect(t, k, c, on, 7);
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.max_depth, 6);
+		conntab_node_init(&c[i].node);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+		on[i] = true;
+		split_expect(t, k, c, on, 7);
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.max_depth, 7);
+	}
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 /* slots-race: readers against writers in the one bucket. */
 #define POOL	(1u << 17)	/* fresh nodes per writer: none is reused */
 #define RACE_NS	1000000000ull
@@ -562,6 +704,7 @@ int main(void)
 	nhashes = t_hashes(hashes, 2);
 	tcase_add_loop_test(tc, test_worst_bucket, 0, (int)nhashes);
 	tcase_add_test(tc, test_load);
+	tcase_add_test(tc, test_split_load);
 	suite_add_tcase(s, tc);
 	tcase_add_loop_test(tr, test_race, 0, (int)nhashes);
 	tcase_set_timeout(tr, 120);
