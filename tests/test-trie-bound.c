@@ -686,9 +686,13 @@ static void *fill_empty(void *arg)
 			if (d > worst)
 				worst = d;
 		}
+		/*
+		 * A removed node is reused only after a grace period: the
+		 * other writer's descent may still read its key (ThreadSanitizer
+		 * saw it read one this loop's next conntab_node_init() wrote).
+		 */
+		synchronize_rcu();
 	}
-	/* Nodes left the table; readers finished with them after this. */
-	synchronize_rcu();
 	rcu_unregister_thread();
 	free(nd);
 	w_worst_ns[id] = worst;
