@@ -70,7 +70,9 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 	 * power of two >= the stripe count, so every stripe covers
 	 * nbuckets / stripes buckets: b = stripe + j * stripes.)
 	 */
+	ct_victim_own_begin(v);
 	offer(ctx, first, own, v);
+	ct_victim_own_end(v);
 	k0 = (size_t)r % stripes;
 	j0 = (size_t)(r >> 32) % per;
 	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
