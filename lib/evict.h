@@ -81,6 +81,13 @@ uint64_t ct_evict_random(void);
  * cannot make one sample walk without end.
  */
 #define CT_EVICT_WALK	(2 * CT_EVICT_BUDGET)
+/*
+ * The newcomer's own place gives at most CT_EVICT_OWN of the sample,
+ * drawn uniformly from the first CT_EVICT_OWN_WALK nodes it holds
+ * (ct_victim_own_begin()).
+ */
+#define CT_EVICT_OWN		(CT_EVICT_SAMPLE / 2)
+#define CT_EVICT_OWN_WALK	(CT_EVICT_BUDGET / 4)
 /* Whole tries of an evicting insert whose sample another writer crossed. */
 #define CT_EVICT_RETRIES	1000
 /* Attempts at another lock before the sample goes on without it. */
@@ -97,7 +104,6 @@ struct ct_victim {
 	uint32_t *lock;			/* held: the newcomer's, or kept */
 	long best;
 	size_t seen;			/* nodes offered to rank */
-	size_t limit;			/* seen that ends this step */
 	unsigned int work;		/* units spent (CT_EVICT_BUDGET) */
 	unsigned int walked;		/* nodes walked (CT_EVICT_WALK) */
 	const struct conntab_node *self; /* the newcomer's linked half */
@@ -108,6 +114,14 @@ struct ct_victim {
 	bool scan;			/* over budget with nothing: take all */
 	uint64_t rnd;			/* random bits for draws, ... */
 	unsigned int rnd_left;		/* ... 16 at a time */
+	bool own;			/* in the newcomer's own place */
+	unsigned int own_n;		/* its nodes met so far */
+	void *own_owner;		/* what counts them */
+	uint32_t *own_lock;		/* the newcomer's lock */
+	struct {
+		struct conntab_node *node;
+		struct conntab_node **head;
+	} pick[CT_EVICT_OWN];		/* a uniform draw of them */
 };
 
 /* 16 random bits from the sample's stream. */
@@ -138,7 +152,6 @@ static inline void ct_victim_init(struct ct_victim *v,
 	v->lock = NULL;
 	v->best = -1;
 	v->seen = 0;
-	v->limit = CT_EVICT_SAMPLE;
 	v->work = 0;
 	v->walked = 0;
 	v->self = NULL;
@@ -148,6 +161,8 @@ static inline void ct_victim_init(struct ct_victim *v,
 	v->tries = 0;
 	v->scan = false;
 	v->rnd_left = 0;
+	v->own = false;
+	v->own_n = 0;
 }
 
 /*
@@ -189,7 +204,9 @@ static inline void ct_victim_thin_table(struct ct_victim *v,
  */
 static inline bool ct_victim_done(struct ct_victim *v)
 {
-	if (v->seen >= v->limit || v->walked >= CT_EVICT_WALK)
+	if (v->own)
+		return v->walked >= CT_EVICT_OWN_WALK;
+	if (v->seen >= CT_EVICT_SAMPLE || v->walked >= CT_EVICT_WALK)
 		return true;
 	if (v->work >= CT_EVICT_BUDGET)
 		v->scan = true;
@@ -204,15 +221,28 @@ static inline bool ct_victim_done(struct ct_victim *v)
  * every later sample would stay there, and the rest of the table would
  * never be offered (tests/test-evict-sample.c, evict_fair, found it on
  * exthash, one chain a place: about 1 table in 100 had a chain of 8).
+ *
+ * Which of its nodes: each taken with probability q, as anywhere else
+ * (so that a place's depth neither grows nor shrinks by being the
+ * newcomer's: tests/test-evict-sample.c, evict_depth), and of those taken,
+ * if more than CT_EVICT_OWN, a uniform draw (reservoir), not the first
+ * CT_EVICT_OWN: those would be the same slots each time, and a node
+ * behind them (a chain's) never a candidate while the place stays deep,
+ * as in a sparse table (q = 1) whose nodes share one bucket
+ * (tests/test-slots.c, slots-worst, found it). The place is walked up to
+ * CT_EVICT_OWN_WALK nodes. Nothing is ranked while it is walked; the draw
+ * is ranked at ct_victim_own_end(), under the newcomer's lock, held
+ * throughout, so its nodes are still linked then. Between the two calls
+ * the backend offers the place's nodes as it offers any (ct_victim_take(),
+ * ct_victim_offer()), and ct_victim_done() ends the walk.
  */
-static inline void ct_victim_own_begin(struct ct_victim *v)
+static inline void ct_victim_own_begin(struct ct_victim *v, void *owner,
+				       uint32_t *lock)
 {
-	v->limit = CT_EVICT_SAMPLE / 2;
-}
-
-static inline void ct_victim_own_end(struct ct_victim *v)
-{
-	v->limit = CT_EVICT_SAMPLE;
+	v->own = true;
+	v->own_n = 0;
+	v->own_owner = owner;
+	v->own_lock = lock;
 }
 
 /* Spend a unit: a place read. */
@@ -232,6 +262,24 @@ static inline void ct_victim_walk(struct ct_victim *v)
 static inline bool ct_victim_take(struct ct_victim *v)
 {
 	return v->scan || v->thin > 0xffff || ct_victim_draw(v) < v->thin;
+}
+
+/* The k-th node met in the own place: kept with probability CT_EVICT_OWN / k. */
+static inline void ct_victim_own_meet(struct ct_victim *v,
+				      struct conntab_node *n,
+				      struct conntab_node **head)
+{
+	unsigned int k = ++v->own_n, j;
+
+	if (k <= CT_EVICT_OWN) {
+		j = k - 1;
+	} else {
+		j = (unsigned int)((ct_victim_draw(v) * k) >> 16); /* [0, k) */
+		if (j >= CT_EVICT_OWN)
+			return;
+	}
+	v->pick[j].node = n;
+	v->pick[j].head = head;
 }
 
 /*
@@ -282,6 +330,10 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 	/* The newcomer's own half (a pair insert's first link) is no one's. */
 	if (ct_node_pair_b(n) || n == v->self)
 		return;
+	if (v->own) {
+		ct_victim_own_meet(v, n, head);
+		return;
+	}
 	if (__atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t) {
 		v->busy = true;		/* another step's: may leave room */
 		return;
@@ -307,6 +359,17 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 	v->best = r;
 tie:
 	v->ties++;
+}
+
+/* The own place walked: rank the draw (see ct_victim_own_begin()). */
+static inline void ct_victim_own_end(struct ct_victim *v)
+{
+	unsigned int i, k = v->own_n < CT_EVICT_OWN ? v->own_n : CT_EVICT_OWN;
+
+	v->own = false;
+	for (i = 0; i < k; i++)
+		ct_victim_offer(v, v->pick[i].node, v->pick[i].head,
+				v->own_owner, v->own_lock);
 }
 
 /*

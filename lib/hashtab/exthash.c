@@ -1280,7 +1280,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 
 	ct_victim_thin(v, s->count, xh_nheads(s));
 	ct_victim_spend(v);
-	ct_victim_own_begin(v);
+	ct_victim_own_begin(v, o, &s->lock);
 	ct_victim_chain(v, head, o, &s->lock);
 	ct_victim_own_end(v);
 	for (k = 0, j = (size_t)(r >> 32) & (size - 1);

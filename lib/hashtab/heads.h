@@ -70,7 +70,7 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 	 * power of two >= the stripe count, so every stripe covers
 	 * nbuckets / stripes buckets: b = stripe + j * stripes.)
 	 */
-	ct_victim_own_begin(v);
+	ct_victim_own_begin(v, own, &own->lock);
 	offer(ctx, first, own, v);
 	ct_victim_own_end(v);
 	k0 = (size_t)r % stripes;
