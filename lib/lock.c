@@ -12,6 +12,19 @@
 /* Stripes: as many as buckets up to 1024 (64 KiB of lines, ~1/cpu^2 contention). */
 #define CT_MAX_STRIPES	1024
 
+void ct_spin_lock_wait(uint32_t *l)
+{
+	unsigned int spins = 0;
+
+	for (;;) {
+		/* Test before test-and-set. */
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			ct_spin_pause(&spins);
+		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
 int ct_locks_init(struct ct_locks *lk, size_t want)
 {
 	size_t n = ct_roundup_pow2(want ? want : 1);

@@ -36,12 +36,20 @@ struct ct_stripe {
  * (ct_locks_count()): the stores are atomic (relaxed), so that reading
  * them is not a data race in C's memory model. The lock orders writers.
  */
-static inline void ct_stripe_add(struct ct_stripe *s, long entries,
-				 long timewait)
+static inline __attribute__((always_inline)) void
+ct_stripe_add(struct ct_stripe *s, long entries, long timewait)
 {
-	__atomic_store_n(&s->entries, s->entries + entries, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->timewait, s->timewait + timewait,
-			 __ATOMIC_RELAXED);
+	/*
+	 * A delta known to be 0 where this is inlined (a plain insert's
+	 * TIME_WAIT count) stores nothing: the store of an unchanged value
+	 * is two instructions of every such writer step.
+	 */
+	if (!__builtin_constant_p(entries) || entries)
+		__atomic_store_n(&s->entries, s->entries + entries,
+				 __ATOMIC_RELAXED);
+	if (!__builtin_constant_p(timewait) || timewait)
+		__atomic_store_n(&s->timewait, s->timewait + timewait,
+				 __ATOMIC_RELAXED);
 }
 
 struct ct_locks {
@@ -66,17 +74,17 @@ static inline void ct_spin_pause(unsigned int *spins)
 		sched_yield();
 }
 
+/* The lock was taken: wait for it, out of the writers' inlined paths. */
+void ct_spin_lock_wait(uint32_t *l);
+
 static inline void ct_spin_lock(uint32_t *l)
 {
-	unsigned int spins = 0;
-
-	for (;;) {
-		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-			return;
-		/* Test before test-and-set. */
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			ct_spin_pause(&spins);
-	}
+	/*
+	 * One exchange inline; the wait (a counter, a pause, a yield) is a
+	 * call, so that it holds no registers of the writer step around it.
+	 */
+	if (__builtin_expect(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE), 0))
+		ct_spin_lock_wait(l);
 }
 
 static inline void ct_spin_unlock(uint32_t *l)
