@@ -29,6 +29,9 @@
 #include "rcu-reg.h"
 #include "wipe.h"
 
+static int ct_insert_generic(struct conntab *t, struct conntab_node *n,
+			     const struct conntab_key *key);
+
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
 	[CONNTAB_SPLIT] = &ct_split_ops,
@@ -203,6 +206,14 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	ct_wipe(key, sizeof(key));
 	tmpl.lookup = ops->read[hash].lookup;
 	tmpl.lookup_batch = ops->read[hash].lookup_batch;
+	/* Chained's writers need no counted thread: nothing else to ask. */
+	tmpl.insert = ct_insert_generic;
+	if (ops == &ct_chained_ops)
+		tmpl.insert = ct_chained_insert_siphash;
+#ifdef CT_HAVE_AES
+	if (ops == &ct_chained_ops && tmpl.hash == CONNTAB_HASH_AES)
+		tmpl.insert = ct_chained_insert_aes;
+#endif
 	tmpl.ops = ops;
 	tmpl.backend = backend;
 	tmpl.max_entries = cfg->max_entries;
@@ -466,12 +477,10 @@ static inline __attribute__((always_inline)) int ct_insert(struct conntab *t, st
 }
 
 /*
- * conntab_insert() of the other backends, arguments checked, out of
- * conntab_insert()'s way.
+ * conntab_insert() of the other backends (t->insert), arguments checked.
  */
-static __attribute__((noinline)) int
-ct_insert_generic(struct conntab *t, struct conntab_node *n,
-		  const struct conntab_key *key)
+static int ct_insert_generic(struct conntab *t, struct conntab_node *n,
+			     const struct conntab_key *key)
 {
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_insert_counted(t, n, key, NULL, NULL, NULL, NULL,
@@ -484,19 +493,7 @@ CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 {
 	if (__builtin_expect(!t || !n || !key || !ct_key_valid(key), 0))
 		return -EINVAL;
-	/*
-	 * The default backend's own path, one jump away: its writers need
-	 * no counted thread (registered_writers is false), so nothing
-	 * else is asked.
-	 */
-	if (__builtin_expect(t->ops == &ct_chained_ops, 1)) {
-#ifdef CT_HAVE_AES
-		if (t->hash == CONNTAB_HASH_AES)
-			return ct_chained_insert_aes(t, n, key);
-#endif
-		return ct_chained_insert_siphash(t, n, key);
-	}
-	return ct_insert_generic(t, n, key);
+	return t->insert(t, n, key);	/* ct_insert_generic() or chained's */
 }
 
 CONNTAB_API int conntab_insert_recycle(struct conntab *t,

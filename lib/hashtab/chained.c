@@ -261,12 +261,38 @@ chained_insert_common(struct conntab *t, struct conntab_node *n, uint32_t h,
 }
 
 /*
+ * The rest of chained_insert_key() once another writer step held a node
+ * of @n's key (CT_ECLAIMED): wait for it with no lock held, and try
+ * again. Out of line, so that the insert's path keeps no retry state in
+ * its registers; the portable tag match, whose answer is the SSE one's.
+ */
+static __attribute__((noinline)) int
+chained_insert_wait(struct conntab *t, struct ct_slots *b, uintptr_t id,
+		    struct ct_stripe *s, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	do {
+		struct ct_delta d = { 0 };
+
+		ct_spin_pause(&spins);
+		ct_spin_lock(&s->lock);
+		err = chained_insert_locked(t, b, id, n, NULL, &d,
+					    CT_SLOTS_TAGOPS);
+		ct_stripe_apply(s, &d);
+		ct_unlock_stripe(s);
+	} while (err == CT_ECLAIMED);
+	return err;
+}
+
+/*
  * conntab_insert() for a key of hash @h, arguments checked: the front
  * end's claim (conntab-int.h) and this backend's insert in one function,
  * the bucket's and the stripe's lines prefetched before the claim's
  * compare-and-swap as the front end's path does. As there, a writer
  * step that holds a node of the key (CT_ECLAIMED) is waited for with no
- * lock held, and a failed insert releases @n.
+ * lock held (chained_insert_wait()), and a failed insert releases @n.
  */
 static inline __attribute__((always_inline)) int
 chained_insert_key(struct conntab *t, struct conntab_node *n,
@@ -282,24 +308,20 @@ chained_insert_key(struct conntab *t, struct conntab_node *n,
 	struct ct_slots *b = chained_bucket(c, h);
 	struct ct_stripe *s = ct_stripe_of(&c->locks, h);
 	uintptr_t id = h & c->mask;
-	unsigned int spins = 0;
+	struct ct_delta d = { 0 };
 	int err;
 
 	__builtin_prefetch(b, 1);
 	__builtin_prefetch(s, 1);
 	if (!ct_node_claim_key(n, t, key, h))
 		return -EBUSY;
-	for (;;) {
-		struct ct_delta d = { 0 };
-
-		ct_spin_lock(&s->lock);
-		err = chained_insert_locked(t, b, id, n, NULL, &d, to);
-		ct_stripe_apply(s, &d);
-		ct_unlock_stripe(s);
-		if (__builtin_expect(err != CT_ECLAIMED, 1))
-			break;
-		ct_spin_pause(&spins);
-	}
+	ct_spin_lock(&s->lock);
+	err = chained_insert_locked(t, b, id, n, NULL, &d, to);
+	/* No TIME_WAIT node recycled (@recycled NULL): d.timewait is 0. */
+	ct_stripe_add(s, d.entries, 0);
+	ct_unlock_stripe(s);
+	if (__builtin_expect(err == CT_ECLAIMED, 0))
+		err = chained_insert_wait(t, b, id, s, n);
 	if (err)
 		ct_node_release(n);
 	return err;
