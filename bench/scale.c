@@ -206,8 +206,9 @@ static void sc_sleep(uint64_t ns)
 
 /*
  * One cell: @nr readers and @nw writers (slices of @slice keys) on @tb
- * for a set time (--quick: 50 ms); lookups/s and writes/s into *@lps and
- * *@wps, present keys missed added to *@miss.
+ * for a set time (--quick: 50 ms; longer until both sides made progress);
+ * lookups/s and writes/s into *@lps and *@wps, present keys missed added
+ * to *@miss.
  */
 static void scale_cell(struct bench_table *tb, const struct bench_keys *k,
 		       unsigned int nr, unsigned int nw, size_t slice,
@@ -242,9 +243,21 @@ static void scale_cell(struct bench_table *tb, const struct bench_keys *k,
 	l0 = sc_sum(rd, nr);
 	w0 = sc_sum(wr, nw);
 	t0 = b_now_ns();
-	sc_sleep(dur);
-	l1 = sc_sum(rd, nr);
-	w1 = sc_sum(wr, nw);
+	/*
+	 * At least the set time, and on until each side has made progress:
+	 * on a loaded machine (CI's distcheck beside other jobs) a pinned
+	 * reader can be off its CPU for a whole window, and a writer that
+	 * recycles after grace periods then writes nothing in it, which
+	 * would print 0 writes/s and an infinite ratio. Not without end: a
+	 * side still at 0 after 40 windows is reported as it is.
+	 */
+	for (i = 0;; i++) {
+		sc_sleep(dur);
+		l1 = sc_sum(rd, nr);
+		w1 = sc_sum(wr, nw);
+		if (((l1 > l0 || !nr) && (w1 > w0 || !nw)) || i == 39)
+			break;
+	}
 	t1 = b_now_ns();
 	stop = 1;
 	for (i = 0; i < nr; i++) {
