@@ -11,7 +11,7 @@
 #    configure.ac), which is also the built library's SONAME. The header
 #    and the manual pages too.
 #  - The symbol versions: every CONNTAB_X.Y named is a node of
-#    lib/libconntab.map, and README.md names the newest.
+#    lib/libconntab.map, and README.md names the oldest and the newest.
 #  - The release: every tarball conntab-X.Y.Z and package version
 #    _X.Y.Z-N_ is the package's version (PACKAGE_VERSION).
 #    A region between <!-- facts: history --> and <!-- /facts --> (the
@@ -50,8 +50,18 @@ note() {
 
 tmp=$(mktemp -d)
 srv=''
+# Is the server $srv still this script's child? bash reaps a background
+# job as soon as it exits, and its pid is then free for any process (on
+# a busy machine, within seconds: pid_max is often 32768): a signal
+# sent by pid alone could stop another test. Its parent must be us.
+ours() {
+	local st
+	st=$(cat "/proc/$srv/stat" 2>/dev/null) || return 1
+	st=${st##*) }	# past the command name, which may hold spaces
+	[ "$(echo "$st" | cut -d' ' -f2)" = "$$" ]
+}
 cleanup() {
-	[ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
+	[ -n "$srv" ] && ours && kill -KILL "$srv" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -89,6 +99,7 @@ note "version $version"
 nodes=$(sed -n 's/^\(CONNTAB_[0-9][0-9.]*\) {$/\1/p' "$src/lib/libconntab.map")
 [ -n "$nodes" ] || { echo "check-facts: no node in lib/libconntab.map" >&2; exit 1; }
 newest=$(printf '%s\n' "$nodes" | tail -n 1)
+oldest=$(printf '%s\n' "$nodes" | head -n 1)
 note "symbol versions $(echo $nodes)"
 
 # --- names and versions in the text -----------------------------------
@@ -129,6 +140,8 @@ grep -oE "^[^:]+:[0-9]+:|CONNTAB_[0-9]+\.[0-9]+" "$tmp/texts" |
 [ -s "$tmp/nodes" ] && { cat "$tmp/nodes" >&2; status=1; }
 grep -qF "\`$newest\`" "$readme" ||
 	fail "README.md: does not name $newest, the newest symbol version"
+grep -qF "\`$oldest\`" "$readme" ||
+	fail "README.md: does not name $oldest, the oldest symbol version"
 
 # --- README.md says nothing twice -------------------------------------
 
@@ -278,21 +291,20 @@ while IFS=$'\t' read -r file line; do
 		up=0
 		for _ in $(seq 1500); do
 			grep -q ': listening on ' "$tmp/srv.out" && { up=1; break; }
-			kill -0 "$srv" 2>/dev/null || break
+			ours || break
 			sleep 0.2
 		done
-		if [ $up = 0 ] && kill -0 "$srv" 2>/dev/null; then
+		if [ $up = 0 ] && ours; then
 			kill -KILL "$srv"
 			wait "$srv"
 			rc="never said it listens"
-		elif kill -INT "$srv" 2>/dev/null; then
-			# and a server that ignores it fails, not hangs (a
-			# zombie not yet waited for keeps its pid: no reuse)
+		elif ours && kill -INT "$srv" 2>/dev/null; then
+			# and a server that ignores it fails, not hangs
 			for _ in $(seq 600); do
-				kill -0 "$srv" 2>/dev/null || break
+				ours || break
 				sleep 0.2
 			done
-			kill -KILL "$srv" 2>/dev/null
+			ours && kill -KILL "$srv" 2>/dev/null
 			wait "$srv"
 			rc=$?
 		else
