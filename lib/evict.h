@@ -115,6 +115,7 @@ struct ct_victim {
 	uint64_t rnd;			/* random bits for draws, ... */
 	unsigned int rnd_left;		/* ... 16 at a time */
 	bool own;			/* in the newcomer's own place */
+	bool again;			/* in it again: skip the draw */
 	unsigned int own_n;		/* its nodes met so far */
 	void *own_owner;		/* what counts them */
 	uint32_t *own_lock;		/* the newcomer's lock */
@@ -162,6 +163,7 @@ static inline void ct_victim_init(struct ct_victim *v,
 	v->scan = false;
 	v->rnd_left = 0;
 	v->own = false;
+	v->again = false;
 	v->own_n = 0;
 }
 
@@ -282,6 +284,18 @@ static inline void ct_victim_own_meet(struct ct_victim *v,
 	v->pick[j].head = head;
 }
 
+/* Is @n in the own place's draw? */
+static inline bool ct_victim_drawn(const struct ct_victim *v,
+				   const struct conntab_node *n)
+{
+	unsigned int i, k = v->own_n < CT_EVICT_OWN ? v->own_n : CT_EVICT_OWN;
+
+	for (i = 0; i < k; i++)
+		if (v->pick[i].node == n)
+			return true;
+	return false;
+}
+
 /*
  * A pair is one candidate, offered through its `a`; to be kept as the
  * best victim it is claimed whole (P1: its halves stay linked, and no
@@ -334,6 +348,8 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 		ct_victim_own_meet(v, n, head);
 		return;
 	}
+	if (v->again && ct_victim_drawn(v, n))
+		return;		/* ranked at ct_victim_own_end() */
 	if (__atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t) {
 		v->busy = true;		/* another step's: may leave room */
 		return;
@@ -361,7 +377,14 @@ tie:
 	v->ties++;
 }
 
-/* The own place walked: rank the draw (see ct_victim_own_begin()). */
+/*
+ * The own place walked: rank the draw (see ct_victim_own_begin()). If the
+ * rest of the table then gives too few (every other place visited, as in
+ * a table whose nodes a known secret put in one bucket), the backend
+ * offers the own place again after ct_victim_own_again(), so that the
+ * sample still holds CT_EVICT_SAMPLE nodes where the table does: past
+ * the budget every node met is taken, but for those of the draw.
+ */
 static inline void ct_victim_own_end(struct ct_victim *v)
 {
 	unsigned int i, k = v->own_n < CT_EVICT_OWN ? v->own_n : CT_EVICT_OWN;
@@ -370,6 +393,11 @@ static inline void ct_victim_own_end(struct ct_victim *v)
 	for (i = 0; i < k; i++)
 		ct_victim_offer(v, v->pick[i].node, v->pick[i].head,
 				v->own_owner, v->own_lock);
+}
+
+static inline void ct_victim_own_again(struct ct_victim *v)
+{
+	v->again = true;
 }
 
 /*

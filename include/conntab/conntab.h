@@ -662,7 +662,7 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * the table holds fewer), chosen without regard to their keys' values,
  * each node about equally likely to be in it, at a cost of O(sample)
  * cache misses whatever the keys (8 rank calls a sample, and a bounded
- * walk: a sample of a bucket that a known secret flooded stops as soon),
+ * walk, also in a bucket that a known secret flooded),
  * and no scan of the table (but for the empty buckets between its few
  * nodes where a cap is far below the sizing hint). Ties among the best
  * ranks go to a uniform choice.

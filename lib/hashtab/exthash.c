@@ -1301,6 +1301,13 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 		/* A victim found here drops the one kept elsewhere. */
 		ct_victim_settle(v, &g->lock, prev, &s->lock);
 	}
+	/* Every other chain gave too few: the rest of ours (evict.h). */
+	if (!ct_victim_done(v)) {
+		prev = v->lock;
+		ct_victim_own_again(v);
+		ct_victim_chain(v, head, o, &s->lock);
+		ct_victim_settle(v, &s->lock, prev, &s->lock);
+	}
 	if (!v->node)
 		return false;
 	vs = v->owner;

@@ -90,6 +90,13 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 		}
 		ct_victim_settle(v, &s->lock, prev, &own->lock);
 	}
+	/* Every other bucket gave too few: the rest of ours (evict.h). */
+	if (!ct_victim_done(v)) {
+		prev = v->lock;
+		ct_victim_own_again(v);
+		offer(ctx, first, own, v);
+		ct_victim_settle(v, &own->lock, prev, &own->lock);
+	}
 	return v->node != NULL;
 }
 
