@@ -8,14 +8,7 @@
 #include <string.h>
 
 #include "../mem.h"
-#include "../shard.h"
 #include "trie.h"
-
-/* The calling thread's shard of the counters (lib/shard.h). */
-struct ct_trie_count *ct_t_cnt(struct ct_trie *tr)
-{
-	return &tr->cnt[ct_thread_shard(CT_TRIE_SHARDS)];
-}
 
 static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
 {

@@ -666,6 +666,8 @@ struct ct_tfast {
 	uint32_t di;
 	int ki;			/* x's entry for the key's value, or -1 */
 	uintptr_t kid;		/* what that entry holds */
+	uint32_t v;		/* the key's value in x's window */
+	unsigned int kn;	/* with check: x->n before ki was looked for */
 };
 
 /*
@@ -704,6 +706,13 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 			slot = &ct_d(x)->kid[c];
 			continue;
 		}
+		/*
+		 * Loaded before ct_k_find() loads it, so no more than it
+		 * scanned (read-read coherence; x->n only grows while x is
+		 * linked: ct_t_insert_fast()).
+		 */
+		if (check)
+			f->kn = __atomic_load_n(&x->n, __ATOMIC_RELAXED);
 		f->ki = ct_k_find(x, c);
 		f->kid = f->ki < 0 ? 0 : ct_w_load(&ct_k_kid(x)[f->ki]);
 		if (f->kid && !ct_w_leaf(f->kid)) {
@@ -713,7 +722,11 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 		}
 		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
 			return false;
-		*f = (struct ct_tfast){ in, x, slot, di, f->ki, f->kid };
+		f->d = in;
+		f->x = x;
+		f->slot = slot;
+		f->di = di;
+		f->v = c;
 		return true;
 	}
 	return false;
@@ -801,8 +814,17 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	    !ct_t_fast_lock(&f))
 		return 1;
 	x = f.x;
-	v = ct_bits(ins->s, x->pos, x->w);
-	i = ct_k_find(x, v);		/* again, under the lock */
+	v = f.v;
+	/*
+	 * v's entry, under the lock, without a second search: values in
+	 * val[0, n) never change once published and occur there once, so
+	 * an entry found is still v's; and x->n grows only under x's lock,
+	 * which we hold, by appending, so if it is still f.kn the search
+	 * missed nothing (kn was loaded before it). Else, look again.
+	 */
+	i = f.ki;
+	if (i < 0 && x->n != f.kn)
+		i = ct_k_find(x, v);
 	if ((i >= 0 && ct_k_kid(x)[i]) ||
 	    (i < 0 && x->n == x->cap && x->live >= CT_T_KMAX)) {
 		ct_t_fast_drop(&f);
@@ -897,16 +919,17 @@ static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 	return err;
 }
 
-static int ct_t_insert1(struct ct_tins *ins)
+/*
+ * The general path of one try (after ct_t_insert_fast() declined). Out
+ * of line: its path record is two kilobytes of frame, which the fast
+ * path, most inserts, does not need set up.
+ */
+static __attribute__((noinline)) int ct_t_insert1(struct ct_tins *ins)
 {
 	uint8_t rep[CT_KEY_STR_BUF];
 	struct ct_tpath pa;
 	unsigned int d, i;
-	int err;
 
-	err = ct_t_insert_fast(ins);
-	if (err != 1)
-		return err;
 	ct_t_descend(ins->tr, ins->s, &pa);
 	d = ct_t_diverge(ins->s, ins->L, &pa, rep);
 	if (pa.end && d >= ins->L)
@@ -982,7 +1005,9 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 	tr->base.flavor->read_lock();
 	do {
 		ins.fix = false;
-		err = ct_t_insert1(&ins);
+		err = ct_t_insert_fast(&ins);
+		if (err == 1)
+			err = ct_t_insert1(&ins);
 		if (ins.fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
@@ -1147,8 +1172,8 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
  * place in the entries and its reservation to the newcomer already in
  * (ct_t_insert() with held), so only its TIME_WAIT count goes (!@counted).
  */
-static void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
-			 bool counted)
+static inline void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
+				bool counted)
 {
 	long tw = n->ct_state == CONNTAB_TIMEWAIT ? -1 : 0;
 
@@ -1158,9 +1183,14 @@ static void ct_t_removed(struct ct_trie *tr, struct conntab_node *n,
 		ct_unreserve(&tr->base, n);
 }
 
-/* One try at removing @n (-EAGAIN: moved, or claimed by an eviction). */
-static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
-			const uint8_t *s, bool evict, bool counted, bool *fix)
+/*
+ * One try at removing @n (-EAGAIN: moved, or claimed by an eviction):
+ * the fast path, else the general one, out of line for the reason
+ * ct_t_insert1() is.
+ */
+static __attribute__((noinline)) int
+ct_t_remove_slow(struct ct_trie *tr, struct conntab_node *n, const uint8_t *s,
+		 bool evict, bool counted, bool *fix)
 {
 	uintptr_t leaf = ct_w_of(n);
 	struct ct_tpath pa;
@@ -1168,10 +1198,6 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	struct ct_tnode *in;
 	int err = 0;
 
-	if (ct_t_remove_fast(tr, n, s, evict, fix)) {
-		ct_t_removed(tr, n, counted);
-		return 0;
-	}
 	ct_t_descend(tr, s, &pa);
 	if (pa.kmiss || pa.end != leaf)
 		return -ENOENT;
@@ -1194,6 +1220,17 @@ static int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 	if (!err)
 		ct_t_removed(tr, n, counted);
 	return err;
+}
+
+static inline int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
+			       const uint8_t *s, bool evict, bool counted,
+			       bool *fix)
+{
+	if (ct_t_remove_fast(tr, n, s, evict, fix)) {
+		ct_t_removed(tr, n, counted);
+		return 0;
+	}
+	return ct_t_remove_slow(tr, n, s, evict, counted, fix);
 }
 
 /*

@@ -17,6 +17,7 @@
 
 #include "../conntab-int.h"
 #include "../key.h"
+#include "../shard.h"
 
 /* Entries of a sparse node at most; a 33rd distinct value bursts it. */
 #define CT_T_KMAX	32
@@ -538,8 +539,16 @@ static inline void ct_t_unlock_node(struct ct_tnode *x)
 			ct_t_slot_unlock(&ct_d(x)->kid[i]);
 }
 
+/*
+ * The calling thread's shard of the counters (lib/shard.h). Inline: every
+ * write counts itself once, and out of line the call was half its cost.
+ */
+static inline struct ct_trie_count *ct_t_cnt(struct ct_trie *tr)
+{
+	return &tr->cnt[ct_thread_shard(CT_TRIE_SHARDS)];
+}
+
 /* lib/trie/trie-mem.c: allocation, accounting, retirement. */
-struct ct_trie_count *ct_t_cnt(struct ct_trie *tr);
 struct ct_tnode *ct_k_alloc(struct ct_trie *tr, unsigned int cap,
 			    unsigned int pos, unsigned int w);
 struct ct_tnode *ct_d_alloc(struct ct_trie *tr, unsigned int pos,
