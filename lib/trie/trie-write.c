@@ -980,7 +980,36 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 		      uint32_t hash)
 {
 	uint8_t s[CT_KEY_STR_BUF];
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	struct ct_trie *tr = ct_trie(t);
+	uint32_t geo = __atomic_load_n(&tr->root_geo, __ATOMIC_RELAXED);
+	uintptr_t p = __atomic_load_n(&tr->root, __ATOMIC_RELAXED);
+	unsigned int pos = geo >> 8, w = geo & 0xff;
+	uint64_t lo, hi;
 
+	/*
+	 * An IPv4 key and a root window in the string's first 8 bytes
+	 * (keys that part in their local address, or random ones): the
+	 * slot's index from that word alone, as ct_bits() takes it from
+	 * the string, without building the string, which the insert
+	 * builds again (ct-icount, trie, 256K: 48 instructions of an
+	 * insert went to this prefetch). The same address as
+	 * ct_t_prefetch_root()'s, from the same loads.
+	 */
+	if (__builtin_expect(key->family == AF_INET && geo && pos + w <= 64,
+			     1)) {
+		if (!p || ct_w_leaf(p))
+			return;
+		ct_key_words4(key, &lo, &hi);
+		__builtin_prefetch((void *)(p + offsetof(struct ct_dnode, kid) +
+					    sizeof(uintptr_t) *
+					    (uint32_t)((__builtin_bswap64(lo) <<
+							pos) >> (64 - w))),
+				   1);
+		return;
+	}
+#endif
+	(void)hash;
 	ct_key_str(key, s);
 	ct_t_prefetch_root(ct_trie(t), s);
 }
