@@ -727,6 +727,96 @@ START_TEST(concurrent_no_miss)
 }
 END_TEST
 
+/*
+ * Two writers add the same value to one sparse node at once: writer w
+ * inserts twin[i][w], the twins differing only in the remote port's
+ * last bit, so both are one entry of the node above them (then a pair
+ * below it), and the writers, in step, race for that entry. The insert's
+ * fast path finds the value's entry without a lock and does not look
+ * again under the lock unless the node's count moved meanwhile
+ * (ct_t_insert_fast()): had it kept a miss it no longer had, the second
+ * twin would be a second entry of the value, which lookups never reach.
+ * Every twin is found, the counts are exact, and all leave again,
+ * round after round (with delay injection, the race's window is wide).
+ */
+#define TWINS	4096
+#define TWIN_ROUNDS 32
+
+static struct conntab *ct_twin;
+static struct conntab_key twin_keys[TWINS][2];
+static struct conn twin_conns[TWINS][2];
+static pthread_barrier_t twin_bar;
+
+static void *twin_writer(void *arg)
+{
+	size_t w = (size_t)(uintptr_t)arg, i, r;
+
+	rcu_register_thread();
+	for (r = 0; r < TWIN_ROUNDS; r++) {
+		pthread_barrier_wait(&twin_bar);
+		for (i = 0; i < TWINS; i++)
+			REQUIRE(conntab_insert(ct_twin, &twin_conns[i][w].node,
+					       &twin_keys[i][w]) == 0);
+		pthread_barrier_wait(&twin_bar);	/* main checks */
+		pthread_barrier_wait(&twin_bar);
+		for (i = 0; i < TWINS; i++)
+			REQUIRE(conntab_remove(ct_twin,
+					       &twin_conns[i][w].node) == 0);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(concurrent_same_value)
+{
+	struct conntab_stats st;
+	pthread_t wr[2];
+	uint64_t s = 11;
+	size_t i, r, w;
+
+	for (i = 0; i < TWINS; i++) {
+		uint64_t x = rnd(&s);
+
+		for (w = 0; w < 2; w++) {
+			conntab_key_v4(&twin_keys[i][w], IPPROTO_TCP,
+				       ip4(10, 0, 0, 1), htons(443),
+				       ip4(198, 51, (x >> 8) & 0xff, x & 0xff),
+				       htons((uint16_t)(((x >> 16) & 0x7ffe) |
+							w)));
+			conntab_node_init(&twin_conns[i][w].node);
+		}
+	}
+	/* A dense root at once (the sizing hint), sparse nodes below. */
+	ct_twin = mk(CONNTAB_TRIE, (size_t)1 << 14);
+	ck_assert_int_eq(pthread_barrier_init(&twin_bar, NULL, 3), 0);
+	for (w = 0; w < 2; w++)
+		ck_assert_int_eq(pthread_create(&wr[w], NULL, twin_writer,
+						(void *)(uintptr_t)w), 0);
+	for (r = 0; r < TWIN_ROUNDS; r++) {
+		pthread_barrier_wait(&twin_bar);
+		pthread_barrier_wait(&twin_bar);
+		rcu_read_lock();
+		for (i = 0; i < TWINS; i++)
+			for (w = 0; w < 2; w++)
+				REQUIRE(conntab_lookup(ct_twin,
+						       &twin_keys[i][w]) ==
+					&twin_conns[i][w].node);
+		rcu_read_unlock();
+		conntab_stats(ct_twin, &st);
+		ck_assert_uint_eq(st.entries, 2 * TWINS);
+		pthread_barrier_wait(&twin_bar);
+	}
+	for (w = 0; w < 2; w++)
+		pthread_join(wr[w], NULL);
+	conntab_stats(ct_twin, &st);
+	ck_assert_uint_eq(st.entries, 0);
+	ck_assert_uint_eq(st.buckets, 0);
+	pthread_barrier_destroy(&twin_bar);
+	conntab_destroy(ct_twin, NULL);
+	rcu_barrier();
+}
+END_TEST
+
 /* Duplicate keys, recycle, time-wait in place, max_entries on the trie. */
 /*
  * ct_k_find() (lib/trie/trie.h) on nodes of every capacity and count, each
@@ -1068,6 +1158,7 @@ static Suite *trie_suite(void)
 	tc = tcase_create("trie-concurrent");
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, concurrent_no_miss, 0, 2);
+	tcase_add_test(tc, concurrent_same_value);
 	suite_add_tcase(s, tc);
 	return s;
 }
