@@ -507,7 +507,27 @@ static struct ct_tnode *ct_k_copy(struct ct_trie *tr, struct ct_tnode *x,
 static struct ct_tnode *ct_k_grow(struct ct_trie *tr, struct ct_tnode *x,
 				  uint32_t v, uintptr_t kid)
 {
-	return ct_k_copy(tr, x, v, kid, (x->live + 1u) / 2);
+	unsigned int n = x->n, slack = (x->live + 1u) / 2;
+	struct ct_tnode *y;
+
+	if (x->live != n)	/* tombstones: compact them (ct_k_copy()) */
+		return ct_k_copy(tr, x, v, kid, slack);
+	/*
+	 * No tombstone (a node that only grew, the common case): the
+	 * arrays as they are, and the new entry after them, straight into
+	 * the copy, without ct_k_copy()'s entry-by-entry pass through
+	 * arrays on the stack (a third of a growing insert's copy).
+	 * Nothing in x changes under its lock, which we hold.
+	 */
+	y = ct_k_alloc(tr, ct_k_capfor(n + 1u + slack), x->pos, x->w);
+	if (!y)
+		return NULL;
+	memcpy(ct_k_val(y), ct_k_val(x), n * sizeof(uint16_t));
+	memcpy(ct_k_kid(y), ct_k_kid(x), n * sizeof(uintptr_t));
+	ct_k_val(y)[n] = (uint16_t)v;
+	ct_k_kid(y)[n] = kid;
+	y->n = y->live = (uint8_t)(n + 1u);
+	return y;
 }
 
 /*
