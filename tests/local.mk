@@ -321,6 +321,8 @@ tests_test_slots_LDADD = lib/libconntab.la $(URCU_LIBS) $(CHECK_LIBS) \
 # Targeted tests of the split backend (the suites above cover every
 # backend).
 SPLIT_TEST_LDADD = lib/libconntab.la $(URCU_LIBS) $(PTHREAD_LIBS)
+# The writers, readers and walker of the two stress tests of moves.
+SPLIT_TEST_COMMON = tests/split-common.c tests/split-common.h
 
 check_PROGRAMS += tests/test-split-contract
 tests_test_split_contract_SOURCES = tests/test-split-contract.c
@@ -330,7 +332,8 @@ tests_test_split_contract_LDADD = $(SPLIT_TEST_LDADD)
 TESTS += tests/test-split-contract
 
 check_PROGRAMS += tests/test-split-move
-tests_test_split_move_SOURCES = tests/test-split-move.c
+tests_test_split_move_SOURCES = tests/test-split-move.c \
+	$(SPLIT_TEST_COMMON)
 tests_test_split_move_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 tests_test_split_move_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_split_move_LDADD = $(SPLIT_TEST_LDADD)
@@ -340,7 +343,8 @@ TESTS += tests/test-split-move
 # The race windows of split's bucket line: slots emptied and refilled
 # around stable keys, shared tags, overflow, moves to time-wait.
 check_PROGRAMS += tests/test-split-slots
-tests_test_split_slots_SOURCES = tests/test-split-slots.c
+tests_test_split_slots_SOURCES = tests/test-split-slots.c \
+	$(SPLIT_TEST_COMMON)
 tests_test_split_slots_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS)
 tests_test_split_slots_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_split_slots_LDADD = $(SPLIT_TEST_LDADD)

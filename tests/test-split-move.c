@@ -32,173 +32,36 @@
  *
  * The run lasts SPLIT_MOVE_SECONDS (default 2) and at least until every
  * thread made some progress; it prints the volume it checked. No timing is
- * asserted.
+ * asserted. The writers and the run are tests/split-common.c's, shared
+ * with test-split-slots.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include <urcu.h>
 #include <conntab/conntab.h>
+
+#include "split-common.h"
 
 #define FILLER		512	/* stable entries spread over the table */
 #define HOTB		16	/* stable entries in the churn bucket */
 #define STABLE		(FILLER + HOTB)	/* odd ones are TIME_WAIT */
 #define KEYS		16	/* cycle keys, all in one bucket */
 #define CHURN		8	/* churn nodes, in another bucket */
-#define WRITERS		2	/* cycle writers; each owns KEYS / WRITERS */
-#define READERS		2
 #define BATCH		16
-
-#define MAGIC_LIVE	0x4c495645u
-#define MAGIC_DEAD	0x6b6b6b6bu
-
-struct obj {
-	struct conntab_node node;
-	uint32_t magic;
-	int key;		/* index into the key arrays */
-	struct rcu_head rcu;
-};
 
 static struct conntab *tab;
 static struct conntab_key fkeys[STABLE], mkeys[KEYS], ckeys[CHURN];
-static struct obj filler[STABLE];
-static struct obj *holder[KEYS];	/* writer-private: who holds key i */
-static struct obj *churn[CHURN];	/* churn writer's nodes */
-
-static bool stop;
-static unsigned long long lookups[READERS], misses[READERS], bad[READERS];
-static unsigned long long moves[WRITERS + 1], in_place[WRITERS + 1];
-static unsigned long long errs[WRITERS + 1];
-static unsigned long long walks, walk_errs;
+static struct sp_obj filler[STABLE];
+static struct sp_obj *holder[KEYS];	/* writer-private: who holds key i */
 
 static void mkkey(struct conntab_key *k, uint32_t i, uint16_t lport)
 {
 	conntab_key_v4(k, IPPROTO_TCP, htonl(0x0a000001), htons(lport),
 		       htonl(0xc6330000 + i), htons((uint16_t)(1024 + i)));
-}
-
-static bool stopping(void)
-{
-	return __atomic_load_n(&stop, __ATOMIC_RELAXED);
-}
-
-static struct obj *obj_new(int key)
-{
-	struct obj *o = calloc(1, sizeof(*o));
-
-	if (!o) {
-		perror("calloc");
-		exit(2);
-	}
-	conntab_node_init(&o->node);
-	o->magic = MAGIC_LIVE;
-	o->key = key;
-	return o;
-}
-
-static void obj_free_rcu(struct rcu_head *head)
-{
-	struct obj *o = caa_container_of(head, struct obj, rcu);
-
-	memset(o, 0x6b, sizeof(*o));	/* poison: magic becomes MAGIC_DEAD */
-	free(o);
-}
-
-/* A found node must be live and hold the key it was found under. */
-static bool node_ok(const struct conntab_node *n, const struct conntab_key *k)
-{
-	const struct obj *o = conntab_entry(n, const struct obj, node);
-
-	return o->magic == MAGIC_LIVE &&
-	       !memcmp(conntab_node_key(n), k, sizeof(*k));
-}
-
-static void *cycle_writer(void *arg)
-{
-	int w = (int)(intptr_t)arg;
-	struct obj *tw[KEYS];
-	struct conntab_node *rec;
-	unsigned long long cycle = 0;
-	int i;
-
-	rcu_register_thread();
-	while (!stopping() || !moves[w]) {
-		/* est -> tw: the node itself, or a separate one. */
-		for (i = w; i < KEYS; i += WRITERS) {
-			struct obj *est = holder[i];
-
-			if ((cycle + (unsigned int)i) & 1) {
-				tw[i] = est;
-				in_place[w]++;
-			} else {
-				tw[i] = obj_new(i);
-			}
-			if (conntab_timewait(tab, &est->node, &tw[i]->node)) {
-				errs[w]++;
-				goto out;
-			}
-			if (tw[i] != est)
-				call_rcu(&est->rcu, obj_free_rcu);
-			moves[w]++;
-		}
-		/* tw -> a new established node, in one step. */
-		for (i = w; i < KEYS; i += WRITERS) {
-			struct obj *next = obj_new(i);
-
-			if (conntab_insert_recycle(tab, &next->node, &mkeys[i],
-						   &rec) ||
-			    rec != &tw[i]->node) {
-				errs[w]++;
-				goto out;
-			}
-			call_rcu(&tw[i]->rcu, obj_free_rcu);
-			holder[i] = next;
-			moves[w]++;
-		}
-		cycle++;
-	}
-out:
-	rcu_unregister_thread();
-	return NULL;
-}
-
-static void *churn_writer(void *arg)
-{
-	int w = WRITERS, i;
-
-	rcu_register_thread();
-	while (!stopping() || !moves[w]) {
-		for (i = 0; i < CHURN; i++) {
-			churn[i] = obj_new(i);
-			if (conntab_insert(tab, &churn[i]->node, &ckeys[i]))
-				goto fail;
-		}
-		for (i = 0; i < CHURN; i++) {
-			if (conntab_timewait(tab, &churn[i]->node,
-					     &churn[i]->node))
-				goto fail;
-			in_place[w]++;
-			moves[w]++;
-		}
-		for (i = 0; i < CHURN; i++) {
-			if (conntab_remove(tab, &churn[i]->node))
-				goto fail;
-			call_rcu(&churn[i]->rcu, obj_free_rcu);
-		}
-	}
-	rcu_unregister_thread();
-	return NULL;
-fail:
-	errs[w]++;
-	rcu_unregister_thread();
-	return NULL;
 }
 
 /*
@@ -208,107 +71,71 @@ fail:
 #define WANT	(KEYS + HOTB + 32)
 static struct conntab_key want[WANT];
 
-static void *reader(void *arg)
+/* Reader 1 looks up in batches every other round, the rest one by one. */
+static unsigned int read_round(int r, unsigned long long round)
 {
-	int r = (int)(intptr_t)arg;
 	struct conntab_node *out[BATCH];
-	unsigned long long round = 0;
 	int i, j;
 
-	rcu_register_thread();
-	while (!stopping() || lookups[r] < 100000) {
-		rcu_read_lock();
-		if (r == 1 && (round & 1)) {
-			for (i = 0; i < WANT; i += BATCH) {
-				conntab_lookup_batch(tab, &want[i], out, BATCH);
-				for (j = 0; j < BATCH; j++) {
-					if (!out[j])
-						misses[r]++;
-					else if (!node_ok(out[j], &want[i + j]))
-						bad[r]++;
-				}
-			}
-		} else {
-			for (i = 0; i < WANT; i++) {
-				struct conntab_node *n;
-
-				n = conntab_lookup(tab, &want[i]);
-				if (!n)
-					misses[r]++;
-				else if (!node_ok(n, &want[i]))
-					bad[r]++;
-			}
+	if (r == 1 && (round & 1)) {
+		for (i = 0; i < WANT; i += BATCH) {
+			conntab_lookup_batch(tab, &want[i], out, BATCH);
+			for (j = 0; j < BATCH; j++)
+				sp_found(r, out[j], &want[i + j]);
 		}
-		rcu_read_unlock();
-		lookups[r] += WANT;
-		round++;
+	} else {
+		for (i = 0; i < WANT; i++)
+			sp_found(r, conntab_lookup(tab, &want[i]), &want[i]);
 	}
-	rcu_unregister_thread();
-	return NULL;
+	return WANT;
 }
 
 /* Per walk: visits of each stable node, and every node seen (dup check). */
-struct walk_state {
+static struct walk_state {
 	unsigned int fvisits[STABLE];
 	const struct conntab_node *seen[STABLE + 4 * (KEYS + CHURN)];
 	size_t nseen;
 	bool dup, overflow;
-};
+} ws;
 
 static int walk_fn(struct conntab_node *n, void *arg)
 {
-	struct walk_state *ws = arg;
-	const struct obj *o = conntab_entry(n, const struct obj, node);
+	struct walk_state *w = arg;
+	const struct sp_obj *o = conntab_entry(n, const struct sp_obj, node);
 	size_t i;
 
-	for (i = 0; i < ws->nseen; i++)
-		if (ws->seen[i] == n)
-			ws->dup = true;
-	if (ws->nseen < sizeof(ws->seen) / sizeof(ws->seen[0]))
-		ws->seen[ws->nseen++] = n;
+	for (i = 0; i < w->nseen; i++)
+		if (w->seen[i] == n)
+			w->dup = true;
+	if (w->nseen < sizeof(w->seen) / sizeof(w->seen[0]))
+		w->seen[w->nseen++] = n;
 	else
-		ws->overflow = true;
+		w->overflow = true;
 	if (o >= filler && o < filler + STABLE)
-		ws->fvisits[o - filler]++;
+		w->fvisits[o - filler]++;
 	return 0;
 }
 
-static void *walker(void *arg)
+static unsigned int walk_check(int tw_only)
 {
-	static struct walk_state ws;
-	int i, tw_only;
+	unsigned int errors = 0;
+	int i;
 
-	rcu_register_thread();
-	while (!stopping() || walks < 20) {
-		tw_only = (int)(walks & 1);
-		memset(&ws, 0, sizeof(ws));
-		rcu_read_lock();
-		if (tw_only)
-			conntab_walk_state(tab, CONNTAB_TIMEWAIT, walk_fn, &ws);
-		else
-			conntab_walk(tab, walk_fn, &ws);
-		rcu_read_unlock();
-		if (ws.dup || ws.overflow)
-			walk_errs++;
-		for (i = 0; i < STABLE; i++) {
-			/* Odd stable nodes are TIME_WAIT (see main). */
-			unsigned int expect = !tw_only || (i & 1);
+	if (ws.dup || ws.overflow)
+		errors++;
+	for (i = 0; i < STABLE; i++) {
+		/* Odd stable nodes are TIME_WAIT (see main). */
+		unsigned int expect = !tw_only || (i & 1);
 
-			if (ws.fvisits[i] != expect)
-				walk_errs++;
-		}
-		walks++;
+		if (ws.fvisits[i] != expect)
+			errors++;
 	}
-	rcu_unregister_thread();
-	return NULL;
+	return errors;
 }
 
-static void release_fn(struct conntab_node *n)
+static bool stable_tw(int i)
 {
-	struct obj *o = conntab_entry(n, struct obj, node);
-
-	if (o < filler || o >= filler + STABLE)
-		free(o);
+	return i & 1;
 }
 
 /*
@@ -377,15 +204,19 @@ int main(void)
 	struct conntab_config cfg = {
 		.backend = CONNTAB_SPLIT, .expected = 64, .secret = secret,
 	};
-	pthread_t wt[WRITERS + 1], rt[READERS], kt;
-	unsigned long long total = 0, miss = 0, nbad = 0, nmoves = 0;
-	unsigned long long nin = 0, nerr = 0;
-	struct conntab_stats st;
-	const char *env = getenv("SPLIT_MOVE_SECONDS");
-	double secs = env ? atof(env) : 2.0;
-	struct timespec ts;
+	struct sp_test t = {
+		.stable = filler, .skeys = fkeys, .nstable = STABLE,
+		.holder = holder, .mkeys = mkeys, .nmovers = KEYS,
+		.mover_name = "cycle key",
+		.ckeys = ckeys, .nchurn = CHURN,
+		.read_round = read_round,
+		.walk_fn = walk_fn, .walk_state = &ws, .walk_size = sizeof(ws),
+		.walk_check = walk_check,
+		.seconds_env = "SPLIT_MOVE_SECONDS",
+	};
+	struct sp_totals tot;
 	uint32_t next;
-	int i, fail = 0;
+	int i, fail;
 
 	rcu_register_thread();
 
@@ -408,23 +239,9 @@ int main(void)
 		perror("conntab_create");
 		return 1;
 	}
-	for (i = 0; i < STABLE; i++) {
-		conntab_node_init(&filler[i].node);
-		filler[i].magic = MAGIC_LIVE;
-		if (conntab_insert(tab, &filler[i].node, &fkeys[i]) ||
-		    ((i & 1) && conntab_timewait(tab, &filler[i].node,
-						 &filler[i].node))) {
-			fprintf(stderr, "stable key %d failed\n", i);
-			return 1;
-		}
-	}
-	for (i = 0; i < KEYS; i++) {
-		holder[i] = obj_new(i);
-		if (conntab_insert(tab, &holder[i]->node, &mkeys[i])) {
-			fprintf(stderr, "cycle key %d failed\n", i);
-			return 1;
-		}
-	}
+	t.tab = tab;
+	if (sp_insert(&t, stable_tw))
+		return 1;
 	for (i = 0; i < KEYS; i++)
 		want[i] = mkeys[i];
 	for (i = 0; i < HOTB; i++)
@@ -432,63 +249,14 @@ int main(void)
 	for (i = KEYS + HOTB; i < WANT; i++)
 		want[i] = fkeys[(i * 13) % FILLER];
 
-	for (i = 0; i < READERS; i++)
-		pthread_create(&rt[i], NULL, reader, (void *)(intptr_t)i);
-	for (i = 0; i < WRITERS; i++)
-		pthread_create(&wt[i], NULL, cycle_writer, (void *)(intptr_t)i);
-	pthread_create(&wt[WRITERS], NULL, churn_writer, NULL);
-	pthread_create(&kt, NULL, walker, NULL);
-
-	ts.tv_sec = (time_t)secs;
-	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	nanosleep(&ts, NULL);
-	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
-
-	for (i = 0; i < READERS; i++)
-		pthread_join(rt[i], NULL);
-	for (i = 0; i <= WRITERS; i++)
-		pthread_join(wt[i], NULL);
-	pthread_join(kt, NULL);
-
-	for (i = 0; i < READERS; i++) {
-		total += lookups[i];
-		miss += misses[i];
-		nbad += bad[i];
-	}
-	for (i = 0; i <= WRITERS; i++) {
-		nmoves += moves[i];
-		nin += in_place[i];
-		nerr += errs[i];
-	}
+	sp_run(&t, &tot);
 	printf("lookups %llu misses %llu bad %llu | moves %llu (in place %llu, "
 	       "churn %llu) writer errors %llu | walks %llu walk errors %llu\n",
-	       total, miss, nbad, nmoves, nin, moves[WRITERS], nerr, walks,
-	       walk_errs);
+	       tot.lookups, tot.misses, tot.bad, tot.moves, tot.in_place,
+	       tot.churn, tot.errs, tot.walks, tot.walk_errs);
 
 	/* Every cycle key once, established; stable nodes untouched. */
-	rcu_read_lock();
-	for (i = 0; i < KEYS; i++) {
-		struct conntab_node *n = conntab_lookup(tab, &mkeys[i]);
-
-		if (n != &holder[i]->node ||
-		    conntab_node_state(n) != CONNTAB_ESTABLISHED)
-			fail = 1;
-	}
-	for (i = 0; i < STABLE; i++)
-		if (conntab_lookup(tab, &fkeys[i]) != &filler[i].node)
-			fail = 1;
-	rcu_read_unlock();
-	conntab_stats(tab, &st);
-	if (st.entries != STABLE + KEYS || st.timewait != STABLE / 2)
-		fail = 1;
-
-	if (miss || nbad || nerr || walk_errs || !total || !nmoves || !nin ||
-	    fail) {
-		fprintf(stderr, "FAIL (final state %s)\n", fail ? "bad" : "ok");
-		fail = 1;
-	}
-	rcu_barrier();
-	conntab_destroy(tab, release_fn);
-	rcu_unregister_thread();
+	fail = sp_verdict(&tot, !tot.in_place, sp_final_ok(&t, STABLE / 2));
+	sp_teardown(&t);
 	return fail;
 }

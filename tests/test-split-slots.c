@@ -31,48 +31,31 @@
  * The run lasts SPLIT_SLOTS_SECONDS (default 2) and at least until every
  * thread made some progress; it prints the volume it checked. No timing is
  * asserted. Under the delay-injection build (CONNTAB_DELAY, lib/delay.h)
- * the writers pause between the stores of each move.
+ * the writers pause between the stores of each move. The writers and the
+ * run are tests/split-common.c's, shared with test-split-move.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include <urcu.h>
 #include <conntab/conntab.h>
+
+#include "split-common.h"
 
 #define STABLE_EST	3	/* in slots for the whole run */
 #define STABLE		(STABLE_EST + 1)	/* the last one TIME_WAIT */
 #define MOVERS		10	/* cycle keys */
 #define TWINS		2	/* movers with stable key 0's tag */
 #define CHURN		4
-#define WRITERS		2
-#define READERS		2
 #define BATCH		16
-
-#define MAGIC_LIVE	0x4c495645u
-
-struct obj {
-	struct conntab_node node;
-	uint32_t magic;
-	struct rcu_head rcu;
-};
 
 static struct conntab *tab;
 static struct conntab_key skeys[STABLE], mkeys[MOVERS], ckeys[CHURN];
 static struct conntab_key absent;
-static struct obj stable[STABLE];
-static struct obj *holder[MOVERS];	/* writer-private */
-
-static bool stop;
-static unsigned long long lookups[READERS], misses[READERS], bad[READERS];
-static unsigned long long moves[WRITERS + 1], errs[WRITERS + 1];
-static unsigned long long walks, walk_errs;
+static struct sp_obj stable[STABLE];
+static struct sp_obj *holder[MOVERS];	/* writer-private */
 
 static void mkkey(struct conntab_key *k, uint32_t i)
 {
@@ -80,195 +63,57 @@ static void mkkey(struct conntab_key *k, uint32_t i)
 		       htonl(0xc6340000 + i), htons((uint16_t)(1024 + i)));
 }
 
-static bool stopping(void)
-{
-	return __atomic_load_n(&stop, __ATOMIC_RELAXED);
-}
-
-static struct obj *obj_new(void)
-{
-	struct obj *o = calloc(1, sizeof(*o));
-
-	if (!o) {
-		perror("calloc");
-		exit(2);
-	}
-	conntab_node_init(&o->node);
-	o->magic = MAGIC_LIVE;
-	return o;
-}
-
-static void obj_free_rcu(struct rcu_head *head)
-{
-	struct obj *o = caa_container_of(head, struct obj, rcu);
-
-	memset(o, 0x6b, sizeof(*o));	/* poison */
-	free(o);
-}
-
-static bool node_ok(const struct conntab_node *n, const struct conntab_key *k)
-{
-	const struct obj *o = conntab_entry(n, const struct obj, node);
-
-	return o->magic == MAGIC_LIVE &&
-	       !memcmp(conntab_node_key(n), k, sizeof(*k));
-}
-
-static void *cycle_writer(void *arg)
-{
-	int w = (int)(intptr_t)arg;
-	struct obj *tw[MOVERS];
-	struct conntab_node *rec;
-	unsigned long long cycle = 0;
-	int i;
-
-	rcu_register_thread();
-	while (!stopping() || !moves[w]) {
-		for (i = w; i < MOVERS; i += WRITERS) {
-			struct obj *est = holder[i];
-
-			tw[i] = (cycle + (unsigned int)i) & 1 ? est : obj_new();
-			if (conntab_timewait(tab, &est->node, &tw[i]->node)) {
-				errs[w]++;
-				goto out;
-			}
-			if (tw[i] != est)
-				call_rcu(&est->rcu, obj_free_rcu);
-			moves[w]++;
-		}
-		for (i = w; i < MOVERS; i += WRITERS) {
-			struct obj *next = obj_new();
-
-			if (conntab_insert_recycle(tab, &next->node, &mkeys[i],
-						   &rec) ||
-			    rec != &tw[i]->node) {
-				errs[w]++;
-				goto out;
-			}
-			call_rcu(&tw[i]->rcu, obj_free_rcu);
-			holder[i] = next;
-			moves[w]++;
-		}
-		cycle++;
-	}
-out:
-	rcu_unregister_thread();
-	return NULL;
-}
-
-static void *churn_writer(void *arg)
-{
-	struct obj *c[CHURN];
-	int w = WRITERS, i;
-
-	(void)arg;
-	rcu_register_thread();
-	while (!stopping() || !moves[w]) {
-		for (i = 0; i < CHURN; i++) {
-			c[i] = obj_new();
-			if (conntab_insert(tab, &c[i]->node, &ckeys[i]))
-				goto fail;
-		}
-		for (i = 0; i < CHURN; i++) {
-			if (conntab_timewait(tab, &c[i]->node, &c[i]->node))
-				goto fail;
-			moves[w]++;
-		}
-		for (i = 0; i < CHURN; i++) {
-			if (conntab_remove(tab, &c[i]->node))
-				goto fail;
-			call_rcu(&c[i]->rcu, obj_free_rcu);
-		}
-	}
-	rcu_unregister_thread();
-	return NULL;
-fail:
-	errs[w]++;
-	rcu_unregister_thread();
-	return NULL;
-}
-
 /* Looked up: the stable keys, the movers, and (last) the absent key. */
 #define WANT	(STABLE + MOVERS)
 static struct conntab_key want[2 * BATCH];
 
-static void *reader(void *arg)
+/* Every other round in one batch, the others one by one. */
+static unsigned int read_round(int r, unsigned long long round)
 {
-	int r = (int)(intptr_t)arg;
 	struct conntab_node *out[2 * BATCH];
-	unsigned long long round = 0;
 	int i;
 
-	rcu_register_thread();
-	while (!stopping() || lookups[r] < 100000) {
-		rcu_read_lock();
-		if (round & 1) {
-			conntab_lookup_batch(tab, want, out, WANT + 1);
-		} else {
-			for (i = 0; i <= WANT; i++)
-				out[i] = conntab_lookup(tab, &want[i]);
-		}
-		for (i = 0; i < WANT; i++) {
-			if (!out[i])
-				misses[r]++;
-			else if (!node_ok(out[i], &want[i]))
-				bad[r]++;
-		}
-		if (out[WANT])
-			bad[r]++;
-		rcu_read_unlock();
-		lookups[r] += WANT + 1;
-		round++;
+	if (round & 1) {
+		conntab_lookup_batch(tab, want, out, WANT + 1);
+	} else {
+		for (i = 0; i <= WANT; i++)
+			out[i] = conntab_lookup(tab, &want[i]);
 	}
-	rcu_unregister_thread();
-	return NULL;
+	for (i = 0; i < WANT; i++)
+		sp_found(r, out[i], &want[i]);
+	if (out[WANT])
+		sp_bad[r]++;
+	return WANT + 1;
 }
 
-struct walk_state {
+static struct walk_state {
 	unsigned int visits[STABLE];
-};
+} ws;
 
 static int walk_fn(struct conntab_node *n, void *arg)
 {
-	struct walk_state *ws = arg;
-	const struct obj *o = conntab_entry(n, const struct obj, node);
+	struct walk_state *w = arg;
+	const struct sp_obj *o = conntab_entry(n, const struct sp_obj, node);
 
 	if (o >= stable && o < stable + STABLE)
-		ws->visits[o - stable]++;
+		w->visits[o - stable]++;
 	return 0;
 }
 
-static void *walker(void *arg)
+static unsigned int walk_check(int tw_only)
 {
-	struct walk_state ws;
-	int i, tw_only;
+	unsigned int errors = 0;
+	int i;
 
-	(void)arg;
-	rcu_register_thread();
-	while (!stopping() || walks < 20) {
-		tw_only = (int)(walks & 1);
-		memset(&ws, 0, sizeof(ws));
-		rcu_read_lock();
-		if (tw_only)
-			conntab_walk_state(tab, CONNTAB_TIMEWAIT, walk_fn, &ws);
-		else
-			conntab_walk(tab, walk_fn, &ws);
-		rcu_read_unlock();
-		for (i = 0; i < STABLE; i++)
-			if (ws.visits[i] != (!tw_only || i == STABLE - 1))
-				walk_errs++;
-		walks++;
-	}
-	rcu_unregister_thread();
-	return NULL;
+	for (i = 0; i < STABLE; i++)
+		if (ws.visits[i] != (!tw_only || i == STABLE - 1))
+			errors++;
+	return errors;
 }
 
-static void release_fn(struct conntab_node *n)
+static bool stable_tw(int i)
 {
-	struct obj *o = conntab_entry(n, struct obj, node);
-
-	if (o < stable || o >= stable + STABLE)
-		free(o);
+	return i == STABLE - 1;
 }
 
 /* The bucket and the tag of @k in @t, whose buckets are @nb. */
@@ -307,15 +152,20 @@ int main(void)
 	struct conntab_config cfg = {
 		.backend = CONNTAB_SPLIT, .expected = 64, .secret = secret,
 	};
-	pthread_t wt[WRITERS + 1], rt[READERS], kt;
-	unsigned long long total = 0, miss = 0, nbad = 0, nmoves = 0;
-	unsigned long long nerr = 0;
+	struct sp_test t = {
+		.stable = stable, .skeys = skeys, .nstable = STABLE,
+		.holder = holder, .mkeys = mkeys, .nmovers = MOVERS,
+		.mover_name = "mover",
+		.ckeys = ckeys, .nchurn = CHURN,
+		.read_round = read_round,
+		.walk_fn = walk_fn, .walk_state = &ws, .walk_size = sizeof(ws),
+		.walk_check = walk_check,
+		.seconds_env = "SPLIT_SLOTS_SECONDS",
+	};
+	struct sp_totals tot;
 	struct conntab_stats st;
-	const char *env = getenv("SPLIT_SLOTS_SECONDS");
-	double secs = env ? atof(env) : 2.0;
-	struct timespec ts;
 	uint32_t next = 0, b;
-	int i, fail = 0;
+	int i, fail;
 
 	rcu_register_thread();
 	tab = conntab_create(&cfg);
@@ -323,6 +173,7 @@ int main(void)
 		perror("conntab_create");
 		return 1;
 	}
+	t.tab = tab;
 	conntab_stats(tab, &st);
 
 	/* One bucket for all; twins of stable key 0's tag (2^-8 a key). */
@@ -335,23 +186,8 @@ int main(void)
 	find_keys(&absent, 1, b, 0, st.buckets, &next);
 
 	/* Stable first: they take slots 0.. and keep them. */
-	for (i = 0; i < STABLE; i++) {
-		conntab_node_init(&stable[i].node);
-		stable[i].magic = MAGIC_LIVE;
-		if (conntab_insert(tab, &stable[i].node, &skeys[i]) ||
-		    (i == STABLE - 1 &&
-		     conntab_timewait(tab, &stable[i].node, &stable[i].node))) {
-			fprintf(stderr, "stable key %d failed\n", i);
-			return 1;
-		}
-	}
-	for (i = 0; i < MOVERS; i++) {
-		holder[i] = obj_new();
-		if (conntab_insert(tab, &holder[i]->node, &mkeys[i])) {
-			fprintf(stderr, "mover %d failed\n", i);
-			return 1;
-		}
-	}
+	if (sp_insert(&t, stable_tw))
+		return 1;
 	/* The established side holds more than its five slots. */
 	conntab_stats(tab, &st);
 	if (st.max_depth != STABLE_EST + MOVERS) {
@@ -365,59 +201,12 @@ int main(void)
 		want[STABLE + i] = mkeys[i];
 	want[WANT] = absent;
 
-	for (i = 0; i < READERS; i++)
-		pthread_create(&rt[i], NULL, reader, (void *)(intptr_t)i);
-	for (i = 0; i < WRITERS; i++)
-		pthread_create(&wt[i], NULL, cycle_writer, (void *)(intptr_t)i);
-	pthread_create(&wt[WRITERS], NULL, churn_writer, NULL);
-	pthread_create(&kt, NULL, walker, NULL);
-
-	ts.tv_sec = (time_t)secs;
-	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	nanosleep(&ts, NULL);
-	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
-
-	for (i = 0; i < READERS; i++)
-		pthread_join(rt[i], NULL);
-	for (i = 0; i <= WRITERS; i++)
-		pthread_join(wt[i], NULL);
-	pthread_join(kt, NULL);
-
-	for (i = 0; i < READERS; i++) {
-		total += lookups[i];
-		miss += misses[i];
-		nbad += bad[i];
-	}
-	for (i = 0; i <= WRITERS; i++) {
-		nmoves += moves[i];
-		nerr += errs[i];
-	}
+	sp_run(&t, &tot);
 	printf("lookups %llu misses %llu bad %llu | moves %llu writer errors "
-	       "%llu | walks %llu walk errors %llu\n", total, miss, nbad,
-	       nmoves, nerr, walks, walk_errs);
+	       "%llu | walks %llu walk errors %llu\n", tot.lookups, tot.misses,
+	       tot.bad, tot.moves, tot.errs, tot.walks, tot.walk_errs);
 
-	rcu_read_lock();
-	for (i = 0; i < MOVERS; i++) {
-		struct conntab_node *n = conntab_lookup(tab, &mkeys[i]);
-
-		if (n != &holder[i]->node ||
-		    conntab_node_state(n) != CONNTAB_ESTABLISHED)
-			fail = 1;
-	}
-	for (i = 0; i < STABLE; i++)
-		if (conntab_lookup(tab, &skeys[i]) != &stable[i].node)
-			fail = 1;
-	rcu_read_unlock();
-	conntab_stats(tab, &st);
-	if (st.entries != STABLE + MOVERS || st.timewait != 1)
-		fail = 1;
-
-	if (miss || nbad || nerr || walk_errs || !total || !nmoves || fail) {
-		fprintf(stderr, "FAIL (final state %s)\n", fail ? "bad" : "ok");
-		fail = 1;
-	}
-	rcu_barrier();
-	conntab_destroy(tab, release_fn);
-	rcu_unregister_thread();
+	fail = sp_verdict(&tot, false, sp_final_ok(&t, 1));
+	sp_teardown(&t);
 	return fail;
 }
