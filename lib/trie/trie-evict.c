@@ -84,28 +84,19 @@ static struct conntab_node *ct_t_sample(struct ct_trie *tr, ct_rank_fn rank,
 static int ct_t_claim1(struct ct_trie *tr, struct conntab_node *v,
 		       const uint8_t *s)
 {
-	uintptr_t leaf = ct_w_of(v);
-	struct ct_tpath pa;
 	struct ct_thold h;
-	int err = 0;
+	int err;
 
-	ct_t_descend(tr, s, &pa);
-	if (pa.kmiss || pa.end != leaf)
-		return -ENOENT;
-	ct_hold_init(&h, &pa.at[pa.n], NULL);
-	ct_hold_lock(tr, &h);
-	if (!ct_hold_valid(&h, leaf))
-		err = -EAGAIN;
-	else {
-		/*
-		 * A compare-and-swap, not a store: a pair's halves are also
-		 * claimed under no trie lock (lib/conntab.c), and only one
-		 * claim may win.
-		 */
-		ct_delay(CT_DP_TR_PUB_EVICT);
-		if (!ct_node_claim_linked(v, &tr->base))
-			err = -ENOENT;
-	}
+	err = ct_t_hold_leaf(tr, s, ct_w_of(v), &h);
+	if (err)
+		return err;
+	/*
+	 * A compare-and-swap, not a store: a pair's halves are also claimed
+	 * under no trie lock (lib/conntab.c), and only one claim may win.
+	 */
+	ct_delay(CT_DP_TR_PUB_EVICT);
+	if (!ct_node_claim_linked(v, &tr->base))
+		err = -ENOENT;
 	ct_hold_unlock(tr, &h);
 	return err;
 }

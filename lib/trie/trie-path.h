@@ -24,6 +24,8 @@
 #ifndef CT_TRIE_PATH_H
 #define CT_TRIE_PATH_H
 
+#include <errno.h>
+
 #include "trie.h"
 
 /* A slot, the node that holds it (NULL: the root word) and its index. */
@@ -93,6 +95,40 @@ void ct_hold_reclass(const struct ct_thold *h, enum ct_class c0,
 enum ct_class ct_hold_class(const struct ct_thold *h, uintptr_t v);
 
 void ct_t_descend(struct ct_trie *tr, const uint8_t *s, struct ct_tpath *pa);
+
+/*
+ * A writer step that changes a leaf in its place: under the RCU read
+ * lock, descend for the key string @s to the leaf word @leaf and lock the
+ * owner of its slot in @h. -ENOENT: the descent did not end at @leaf
+ * (removed, or never in); -EAGAIN: once locked, the owner was dead or the
+ * slot held something else (moved meanwhile: start again); both with
+ * nothing locked. 0: locked, the owner live and the slot holding @leaf.
+ * Every store into the slot is made under that lock, and the owner is
+ * unlinked only under all its locks, this one among them, so the slot
+ * keeps @leaf until the caller's ct_hold_unlock(): the caller may change
+ * the leaf's node, or replace the leaf by another in one store
+ * (ct_hold_store()), under no other lock, since that changes neither the
+ * number of live entries of a sparse owner nor the class of the slot in
+ * a dense one. Only sparse nodes are ever shared by slots
+ * (lib/trie/trie-resize.c), so a leaf's place is its one slot.
+ */
+static inline int ct_t_hold_leaf(struct ct_trie *tr, const uint8_t *s,
+				 uintptr_t leaf, struct ct_thold *h)
+{
+	struct ct_tpath pa;
+
+	ct_t_descend(tr, s, &pa);
+	if (pa.kmiss || pa.end != leaf)
+		return -ENOENT;
+	ct_hold_init(h, &pa.at[pa.n], NULL);
+	ct_hold_lock(tr, h);
+	if (!ct_hold_valid(h, leaf)) {
+		ct_hold_unlock(tr, h);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 int ct_k_unshare(struct ct_trie *tr, const struct ct_thold *h,
 		 struct ct_tnode *x, enum ct_class c0);
 

@@ -1323,18 +1323,14 @@ int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
 			  struct conntab_node *tw, const uint8_t *s)
 {
-	uintptr_t leaf = ct_w_of(est);
-	struct ct_tpath pa;
 	struct ct_thold h;
-	int err = 0;
+	int err;
 
-	ct_t_descend(tr, s, &pa);
-	if (pa.kmiss || pa.end != leaf)
-		return -ENOENT;
-	ct_hold_init(&h, &pa.at[pa.n], NULL);
-	ct_hold_lock(tr, &h);
-	if (!ct_hold_valid(&h, leaf) || ct_t_claimed(tr, est)) {
-		err = -EAGAIN;	/* moved, or an eviction's victim: wait */
+	err = ct_t_hold_leaf(tr, s, ct_w_of(est), &h);
+	if (err)
+		return err;
+	if (ct_t_claimed(tr, est)) {
+		err = -EAGAIN;	/* an eviction's victim: wait */
 	} else if (est->ct_state != CONNTAB_ESTABLISHED) {
 		err = -EINVAL;
 	} else if (tw == est) {
