@@ -92,12 +92,12 @@ struct ct_batch_steps {
 
 /*
  * A probe of one key: set *@out to @x (a node, or a nulls marker) if it
- * holds key @k of hash @h, else to NULL; *@next to its successor, which
+ * holds key @k, else to NULL; *@next to its successor, which
  * it prefetches; returns 1 if the key is still to be found. No branch on
  * the node's contents: the result is masked, not chosen.
  */
 static inline __attribute__((always_inline)) unsigned int
-ct_batch_probe(struct conntab_node *x, uint32_t h, const struct conntab_key *k,
+ct_batch_probe(struct conntab_node *x, const struct conntab_key *k,
 	       struct conntab_node **out, struct conntab_node **next)
 {
 	bool empty = ct_is_nulls(x);
@@ -108,8 +108,14 @@ ct_batch_probe(struct conntab_node *x, uint32_t h, const struct conntab_key *k,
 	 * so the next probe sees its key, hash and link initialised.
 	 */
 	struct conntab_node *nx = ct_rcu_deref(z->ct_next);
-	unsigned int hit = !empty & (z->ct_hash == h) &
-			   ct_key_eq_nb(&z->ct_key, k);
+	/*
+	 * The key alone decides: a node holding @k has @k's hash, and
+	 * valid keys (key.h) never equal the dummy's zeroed one. A lookup
+	 * compares the hash first to skip the key on a branch; here both
+	 * would be computed anyway, and the hash was three instructions a
+	 * probe.
+	 */
+	unsigned int hit = !empty & ct_key_eq_nb(&z->ct_key, k);
 
 	/*
 	 * A hit needs no successor but the line where the caller's data
@@ -164,14 +170,14 @@ ct_batch_lookup(struct conntab *t, const struct conntab_key *keys,
 		ct_batch_hash(t, &keys[nb], mn, hbuf[g ^ 1], &steps);
 		for (i = 0, nleft = 0; i < m; i++) {
 			left[nleft] = (uint8_t)i;
-			nleft += ct_batch_probe(x[i], h[i], &keys[base + i],
+			nleft += ct_batch_probe(x[i], &keys[base + i],
 						&out[base + i], &x[i]);
 		}
 		found += m - nleft;
 		for (j = 0, m2 = 0; j < nleft; j++) {
 			i = left[j];
 			left[m2] = (uint8_t)i;
-			m2 += ct_batch_probe(x[i], h[i], &keys[base + i],
+			m2 += ct_batch_probe(x[i], &keys[base + i],
 					     &out[base + i], &x[i]);
 		}
 		found += nleft - m2;
