@@ -692,7 +692,11 @@ CONNTAB_API int conntab_scan(struct conntab *t, struct conntab_cursor *cur,
  * read lock; the trie claims the victim, links @p n, then unlinks the
  * victim, and a writer that meets a claimed victim waits for the call to
  * end): it must be short, must not block, and must not call conntab
- * functions on @p t. Whatever the backend, an error return never comes
+ * functions on @p t. On CONNTAB_TRIE, holding no writer lock, it may be
+ * offered a node that another thread has just removed (its memory stays
+ * valid until a grace period, as for a lookup; that node is never the
+ * victim): it reads, and decides nothing from the node being in the
+ * table. Whatever the backend, an error return never comes
  * with a victim: @p evicted is NULL and the table is as it was.
  * @param t       table
  * @param n       node, initialised, in no table
