@@ -115,7 +115,7 @@ struct ct_victim {
 	uint64_t rnd;			/* random bits for draws, ... */
 	unsigned int rnd_left;		/* ... 16 at a time */
 	bool own;			/* in the newcomer's own place */
-	bool again;			/* in it again: skip the draw */
+	bool again;			/* sweeping: skip what was ranked */
 	unsigned int own_n;		/* its nodes met so far */
 	void *own_owner;		/* what counts them */
 	uint32_t *own_lock;		/* the newcomer's lock */
@@ -123,6 +123,7 @@ struct ct_victim {
 		struct conntab_node *node;
 		struct conntab_node **head;
 	} pick[CT_EVICT_OWN];		/* a uniform draw of them */
+	const struct conntab_node *ranked[CT_EVICT_SAMPLE]; /* [0, seen) */
 };
 
 /* 16 random bits from the sample's stream. */
@@ -284,14 +285,14 @@ static inline void ct_victim_own_meet(struct ct_victim *v,
 	v->pick[j].head = head;
 }
 
-/* Is @n in the own place's draw? */
-static inline bool ct_victim_drawn(const struct ct_victim *v,
-				   const struct conntab_node *n)
+/* Was @n offered to rank already (a sweep's question)? */
+static inline bool ct_victim_ranked(const struct ct_victim *v,
+				    const struct conntab_node *n)
 {
-	unsigned int i, k = v->own_n < CT_EVICT_OWN ? v->own_n : CT_EVICT_OWN;
+	size_t i;
 
-	for (i = 0; i < k; i++)
-		if (v->pick[i].node == n)
+	for (i = 0; i < v->seen && i < CT_EVICT_SAMPLE; i++)
+		if (v->ranked[i] == n)
 			return true;
 	return false;
 }
@@ -348,13 +349,15 @@ static inline void ct_victim_offer(struct ct_victim *v, struct conntab_node *n,
 		ct_victim_own_meet(v, n, head);
 		return;
 	}
-	if (v->again && ct_victim_drawn(v, n))
-		return;		/* ranked at ct_victim_own_end() */
+	if (v->again && ct_victim_ranked(v, n))
+		return;		/* once: rank is told of each node once */
 	if (__atomic_load_n(&n->ct_owner, __ATOMIC_RELAXED) != t) {
 		v->busy = true;		/* another step's: may leave room */
 		return;
 	}
 	r = v->rank(n, v->arg);
+	if (v->seen < CT_EVICT_SAMPLE)
+		v->ranked[v->seen] = n;
 	v->seen++;
 	if (r < 0 || (v->node && r < v->best))
 		return;
@@ -380,10 +383,10 @@ tie:
 /*
  * The own place walked: rank the draw (see ct_victim_own_begin()). If the
  * rest of the table then gives too few (every other place visited, as in
- * a table whose nodes a known secret put in one bucket), the backend
- * offers the own place again after ct_victim_own_again(), so that the
- * sample still holds CT_EVICT_SAMPLE nodes where the table does: past
- * the budget every node met is taken, but for those of the draw.
+ * a table whose nodes a known secret put in one bucket, or a small one
+ * whose nodes thinning left out), the backend visits every place again
+ * after ct_victim_sweep(), its own included, so that the sample still
+ * holds CT_EVICT_SAMPLE nodes where the table does.
  */
 static inline void ct_victim_own_end(struct ct_victim *v)
 {
@@ -395,9 +398,23 @@ static inline void ct_victim_own_end(struct ct_victim *v)
 				v->own_owner, v->own_lock);
 }
 
-static inline void ct_victim_own_again(struct ct_victim *v)
+/*
+ * The backend visited every place and the sample is short of
+ * CT_EVICT_SAMPLE: may it visit them all once more, taking every node it
+ * has not ranked yet (the own place's included)? Yes unless the sample
+ * walked all it may. Where the budget was spent, the first visit took
+ * every node past that point already; where it was not, the table is
+ * small (fewer places and nodes than CT_EVICT_BUDGET), and thinning left
+ * nodes out: this keeps the promise of CT_EVICT_SAMPLE nodes ranked
+ * wherever the table holds them, at a second visit of a small table.
+ */
+static inline bool ct_victim_sweep(struct ct_victim *v)
 {
+	if (v->walked >= CT_EVICT_WALK)
+		return false;
 	v->again = true;
+	v->scan = true;
+	return true;
 }
 
 /*

@@ -1276,6 +1276,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	struct ct_xdir *d = ct_rcu_deref(x->dir);
 	size_t size = (size_t)1 << d->depth, j, k;
 	struct ct_xseg *g, *vs;
+	unsigned int pass;
 	uint32_t *prev;
 
 	ct_victim_thin(v, s->count, xh_nheads(s));
@@ -1283,30 +1284,34 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	ct_victim_own_begin(v, o, &s->lock);
 	ct_victim_chain(v, head, o, &s->lock);
 	ct_victim_own_end(v);
-	for (k = 0, j = (size_t)(r >> 32) & (size - 1);
-	     k < size && !ct_victim_done(v); k++, j = (j + 1) & (size - 1)) {
-		g = ct_rcu_deref(d->slot[j]);
-		/* Once per segment: at the first slot of its range. */
-		if (j != (size_t)g->prefix << (d->depth - g->depth))
-			continue;
-		if (g != s && !ct_victim_trylock(v, &g->lock, &s->lock))
-			continue;
-		prev = v->lock;
-		/* I3: a dead one's nodes are elsewhere (@s lives). */
-		if (!g->dead)
-			xh_sample_seg(g, (unsigned int)r,
-				      g == s ? head : NULL, v);
-		else
-			v->busy = true;	/* its nodes moved under way */
-		/* A victim found here drops the one kept elsewhere. */
-		ct_victim_settle(v, &g->lock, prev, &s->lock);
-	}
-	/* Every other chain gave too few: the rest of ours (evict.h). */
-	if (!ct_victim_done(v)) {
-		prev = v->lock;
-		ct_victim_own_again(v);
-		ct_victim_chain(v, head, o, &s->lock);
-		ct_victim_settle(v, &s->lock, prev, &s->lock);
+	for (pass = 0; pass < 2; pass++) {
+		/*
+		 * Every segment visited and the sample still short (a
+		 * small table: its budget unspent, nodes were thinned
+		 * out): once more, our chain too, taking every node not
+		 * yet ranked (ct_victim_sweep()).
+		 */
+		if (pass && (ct_victim_done(v) || !ct_victim_sweep(v)))
+			break;
+		for (k = 0, j = (size_t)(r >> 32) & (size - 1);
+		     k < size && !ct_victim_done(v);
+		     k++, j = (j + 1) & (size - 1)) {
+			g = ct_rcu_deref(d->slot[j]);
+			/* Once per segment: at the first slot of its range. */
+			if (j != (size_t)g->prefix << (d->depth - g->depth))
+				continue;
+			if (g != s && !ct_victim_trylock(v, &g->lock, &s->lock))
+				continue;
+			prev = v->lock;
+			/* I3: a dead one's nodes are elsewhere (@s lives). */
+			if (!g->dead)
+				xh_sample_seg(g, (unsigned int)r,
+					      g == s && !pass ? head : NULL, v);
+			else
+				v->busy = true;	/* its nodes moved under way */
+			/* A victim found here drops the one kept elsewhere. */
+			ct_victim_settle(v, &g->lock, prev, &s->lock);
+		}
 	}
 	if (!v->node)
 		return false;

@@ -56,6 +56,7 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 	size_t stripes = (size_t)lk->mask + 1, per = nbuckets / stripes;
 	size_t o, j0, k, k0, j, b;
 	uint64_t r = ct_evict_random();
+	unsigned int pass;
 	struct ct_stripe *s;
 	uint32_t *prev;
 
@@ -77,25 +78,28 @@ ct_stripes_sample(size_t nbuckets, const struct ct_locks *lk,
 	j0 = (size_t)(r >> 32) % per;
 	for (k = 0; k < per && k < CT_EVICT_AHEAD; k++)
 		ahead(ctx, k0 + ((j0 + k) % per) * stripes);
-	for (k = 0; k < stripes && !ct_victim_done(v); k++) {
-		o = (k0 + k) & lk->mask;
-		s = &lk->stripe[o];
-		if (!ct_victim_trylock(v, &s->lock, &own->lock))
-			continue;	/* busy: skip, never wait */
-		prev = v->lock;
-		for (j = 0; j < per && !ct_victim_done(v); j++) {
-			b = o + ((j0 + j) % per) * stripes;
-			if (b != first)
-				offer(ctx, b, s, v);
+	for (pass = 0; pass < 2; pass++) {
+		/*
+		 * Every stripe visited and the sample still short (a
+		 * small table: its budget unspent, nodes were thinned
+		 * out): once more, our bucket too, taking every node not
+		 * yet ranked (ct_victim_sweep()).
+		 */
+		if (pass && (ct_victim_done(v) || !ct_victim_sweep(v)))
+			break;
+		for (k = 0; k < stripes && !ct_victim_done(v); k++) {
+			o = (k0 + k) & lk->mask;
+			s = &lk->stripe[o];
+			if (!ct_victim_trylock(v, &s->lock, &own->lock))
+				continue;	/* busy: skip, never wait */
+			prev = v->lock;
+			for (j = 0; j < per && !ct_victim_done(v); j++) {
+				b = o + ((j0 + j) % per) * stripes;
+				if (b != first || pass)
+					offer(ctx, b, s, v);
+			}
+			ct_victim_settle(v, &s->lock, prev, &own->lock);
 		}
-		ct_victim_settle(v, &s->lock, prev, &own->lock);
-	}
-	/* Every other bucket gave too few: the rest of ours (evict.h). */
-	if (!ct_victim_done(v)) {
-		prev = v->lock;
-		ct_victim_own_again(v);
-		offer(ctx, first, own, v);
-		ct_victim_settle(v, &own->lock, prev, &own->lock);
 	}
 	return v->node != NULL;
 }
