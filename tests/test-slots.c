@@ -314,6 +314,49 @@ START_TEST(test_worst_bucket)
 END_TEST
 
 /*
+ * @n random IPv4 keys into @k (xorshift from seed @x), each inserted
+ * with its node of @c.
+ */
+static void insert_random(struct conntab *t, struct conntab_key *k,
+			  struct conn *c, size_t n, uint64_t x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		conntab_key_v4(&k[i], IPPROTO_TCP, htonl(0x0a000001),
+			       htons(443), (uint32_t)x, (uint16_t)(x >> 32));
+		conntab_node_init(&c[i].node);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+	}
+}
+
+/*
+ * Every one of the @n keys @k found by lookup and by batch as its node
+ * of @c (@out: room for the batch's answers), and the stats (into *@st)
+ * counting them all.
+ */
+static void expect_all(struct conntab *t, const struct conntab_key *k,
+		       struct conn *c, struct conntab_node **out, size_t n,
+		       struct conntab_stats *st)
+{
+	size_t i, found = 0;
+
+	rcu_read_lock();
+	for (i = 0; i < n; i++)
+		found += conntab_lookup(t, &k[i]) == &c[i].node;
+	ck_assert_uint_eq(found, n);
+	ck_assert_uint_eq(conntab_lookup_batch(t, k, out, n), n);
+	for (i = 0; i < n; i++)
+		ck_assert_ptr_eq(out[i], &c[i].node);
+	rcu_read_unlock();
+	conntab_stats(t, st);
+	ck_assert_uint_eq(st->entries, n);
+}
+
+/*
  * slots-load: random keys at 4 and at 2 nodes a bucket, the ends of the
  * range ct_slots_buckets_for() sizes for. The share of nodes past the
  * six slots of their bucket (on its chain) and past the first on the
@@ -336,7 +379,7 @@ static void load_case(size_t n, double chain_lo, double chain_hi,
 	struct conntab_key *k = calloc(n, sizeof(*k));
 	struct conntab_node **out = calloc(n, sizeof(*out));
 	struct conn *c = calloc(n, sizeof(*c));
-	size_t i, chain = 0, behind = 0, deepest = 0, found = 0;
+	size_t i, chain = 0, behind = 0, deepest = 0;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	struct conntab_stats st;
 	struct conntab *t;
@@ -348,14 +391,8 @@ static void load_case(size_t n, double chain_lo, double chain_hi,
 	conntab_stats(t, &st);
 	ck_assert_uint_eq(st.buckets, LOAD_BUCKETS);
 	memset(occ, 0, sizeof(occ));
+	insert_random(t, k, c, n, x);
 	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		conntab_key_v4(&k[i], IPPROTO_TCP, htonl(0x0a000001),
-			       htons(443), (uint32_t)x, (uint16_t)(x >> 32));
-		conntab_node_init(&c[i].node);
-		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
 		occ[known_hash(&k[i]) & (LOAD_BUCKETS - 1)]++;
 	}
 	for (i = 0; i < LOAD_BUCKETS; i++) {
@@ -371,16 +408,7 @@ static void load_case(size_t n, double chain_lo, double chain_hi,
 	ck_assert((double)chain <= chain_hi * (double)n);
 	ck_assert((double)behind >= behind_lo * (double)n);
 	ck_assert((double)behind <= behind_hi * (double)n);
-	rcu_read_lock();
-	for (i = 0; i < n; i++)
-		found += conntab_lookup(t, &k[i]) == &c[i].node;
-	ck_assert_uint_eq(found, n);
-	ck_assert_uint_eq(conntab_lookup_batch(t, k, out, n), n);
-	for (i = 0; i < n; i++)
-		ck_assert_ptr_eq(out[i], &c[i].node);
-	rcu_read_unlock();
-	conntab_stats(t, &st);
-	ck_assert_uint_eq(st.entries, n);
+	expect_all(t, k, c, out, n, &st);
 	ck_assert_uint_eq(st.max_depth, deepest);
 	conntab_destroy(t, NULL);
 	free(k);
@@ -416,7 +444,7 @@ static void split_load_case(size_t nb, size_t per_bucket, double lo,
 		.backend = CONNTAB_SPLIT, .expected = 4 * nb,
 		.secret = known_secret, .hash = CONNTAB_HASH_SIPHASH,
 	};
-	size_t i, n = per_bucket * nb, over = 0, deepest = 0, found = 0;
+	size_t i, n = per_bucket * nb, over = 0, deepest = 0;
 	struct conntab_key *k = calloc(n, sizeof(*k));
 	struct conntab_node **out = calloc(n, sizeof(*out));
 	struct conn *c = calloc(n, sizeof(*c));
@@ -430,14 +458,8 @@ static void split_load_case(size_t nb, size_t per_bucket, double lo,
 	ck_assert_ptr_nonnull(t);
 	conntab_stats(t, &st);
 	ck_assert_uint_eq(st.buckets, nb);
+	insert_random(t, k, c, n, x);
 	for (i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		conntab_key_v4(&k[i], IPPROTO_TCP, htonl(0x0a000001),
-			       htons(443), (uint32_t)x, (uint16_t)(x >> 32));
-		conntab_node_init(&c[i].node);
-		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
 		occ[conntab_hash(t, &k[i]) & (nb - 1)]++;
 	}
 	for (i = 0; i < nb; i++) {
@@ -449,16 +471,7 @@ static void split_load_case(size_t nb, size_t per_bucket, double lo,
 	       100.0 * (double)over / (double)n, deepest);
 	ck_assert((double)over >= lo * (double)n);
 	ck_assert((double)over <= hi * (double)n);
-	rcu_read_lock();
-	for (i = 0; i < n; i++)
-		found += conntab_lookup(t, &k[i]) == &c[i].node;
-	ck_assert_uint_eq(found, n);
-	ck_assert_uint_eq(conntab_lookup_batch(t, k, out, n), n);
-	for (i = 0; i < n; i++)
-		ck_assert_ptr_eq(out[i], &c[i].node);
-	rcu_read_unlock();
-	conntab_stats(t, &st);
-	ck_assert_uint_eq(st.entries, n);
+	expect_all(t, k, c, out, n, &st);
 	ck_assert_uint_eq(st.timewait, 0);
 	ck_assert_uint_eq(st.max_depth, deepest);
 	conntab_destroy(t, NULL);
