@@ -196,6 +196,22 @@ struct conntab_ops {
 	int (*insert)(struct conntab *t, struct conntab_node *n,
 		      struct conntab_node **recycled);
 	/*
+	 * Optional, per hash: conntab_insert() past its argument checks,
+	 * the backend's own path (hash inlined, claim and link in one
+	 * function, no call through this table); it asks for a counted
+	 * thread itself where the backend needs one. NULL: the front end's
+	 * generic path, ct_insert_generic(). Read once, into t->insert.
+	 */
+	ct_insert_fn insert_key[CT_NHASH];
+	/*
+	 * Optional: conntab_remove() of a node that @t owns (seen with
+	 * acquire) and that is no pair's half, retried while another
+	 * writer step holds it (P2), as ct_remove_node() does; it asks for
+	 * a counted thread itself where the backend needs one
+	 * (ct_remove_uncounted()).
+	 */
+	int (*remove_single)(struct conntab *t, struct conntab_node *n);
+	/*
 	 * Optional: prefetch for writing what an insert of @key will touch
 	 * first (bucket, lock stripe; the trie's root slot), before the front
 	 * end claims the node. @hash is the key's keyed hash (0 when
@@ -364,7 +380,7 @@ static inline int ct_node_check_locked(const struct conntab_node *n,
  * until the backend publishes it. A fresh life: whatever pair it was
  * half of before is forgotten (readers of that life are gone: a grace
  * period before reuse). Shared by the front end and the backends' direct
- * insert paths (ct_chained_insert_key()).
+ * insert paths (chained_insert_key(), ops->insert_key).
  */
 static inline __attribute__((always_inline)) bool
 ct_node_claim_key(struct conntab_node *n, struct conntab *t,
@@ -392,24 +408,14 @@ ct_node_claim_key(struct conntab_node *n, struct conntab *t,
 }
 
 /*
- * conntab_insert() of a CONNTAB_CHAINED table of each hash, arguments
- * checked (chained's writers need no counted thread): hash, claim and
- * link in one function with the table's hash inlined (lib/hashtab/chained.c),
- * instead of the front end's generic path with its calls through the
- * ops table.
+ * The front end's insert and remove past their argument checks, for the
+ * backends' own paths (ops->insert_key, ops->remove_single) to fall back
+ * on: ct_insert_generic() on any thread, ct_remove_uncounted() on one
+ * that ct_writer_counted() could not clear (lib/conntab.c).
  */
-int ct_chained_insert_siphash(struct conntab *t, struct conntab_node *n,
-			      const struct conntab_key *key);
-int ct_chained_insert_aes(struct conntab *t, struct conntab_node *n,
-			  const struct conntab_key *key);
-
-/*
- * conntab_remove() of a node of a CONNTAB_CHAINED table that is no
- * pair's half, seen owned by @t: the backend's remove called directly,
- * retried while another writer step holds the node (P2), as the front
- * end's generic path does.
- */
-int ct_chained_remove_single(struct conntab *t, struct conntab_node *n);
+int ct_insert_generic(struct conntab *t, struct conntab_node *n,
+		      const struct conntab_key *key);
+int ct_remove_uncounted(struct conntab *t, struct conntab_node *n);
 
 /* Claim the linked node @n of @t (P1); false if not in @t or claimed. */
 static inline bool ct_node_claim_linked(struct conntab_node *n,

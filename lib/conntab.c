@@ -29,9 +29,6 @@
 #include "rcu-reg.h"
 #include "wipe.h"
 
-static int ct_insert_generic(struct conntab *t, struct conntab_node *n,
-			     const struct conntab_key *key);
-
 static const struct conntab_ops *const ct_backends[] = {
 	[CONNTAB_CHAINED] = &ct_chained_ops,
 	[CONNTAB_SPLIT] = &ct_split_ops,
@@ -206,14 +203,9 @@ conntab_create_flavor(const struct conntab_config *cfg,
 	ct_wipe(key, sizeof(key));
 	tmpl.lookup = ops->read[hash].lookup;
 	tmpl.lookup_batch = ops->read[hash].lookup_batch;
-	/* Chained's writers need no counted thread: nothing else to ask. */
-	tmpl.insert = ct_insert_generic;
-	if (ops == &ct_chained_ops)
-		tmpl.insert = ct_chained_insert_siphash;
-#ifdef CT_HAVE_AES
-	if (ops == &ct_chained_ops && tmpl.hash == CONNTAB_HASH_AES)
-		tmpl.insert = ct_chained_insert_aes;
-#endif
+	tmpl.insert = ops->insert_key[hash];
+	if (!tmpl.insert)
+		tmpl.insert = ct_insert_generic;
 	tmpl.ops = ops;
 	tmpl.backend = backend;
 	tmpl.max_entries = cfg->max_entries;
@@ -477,10 +469,12 @@ static inline __attribute__((always_inline)) int ct_insert(struct conntab *t, st
 }
 
 /*
- * conntab_insert() of the other backends (t->insert), arguments checked.
+ * conntab_insert() of the backends with no insert_key of their own for
+ * the table's hash (t->insert), arguments checked; their own paths come
+ * here for a thread that is not counted.
  */
-static int ct_insert_generic(struct conntab *t, struct conntab_node *n,
-			     const struct conntab_key *key)
+int ct_insert_generic(struct conntab *t, struct conntab_node *n,
+		      const struct conntab_key *key)
 {
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_insert_counted(t, n, key, NULL, NULL, NULL, NULL,
@@ -880,7 +874,7 @@ ct_remove_node(struct conntab *t, struct conntab_node *n)
 	return err;
 }
 
-static __attribute__((noinline, cold)) int
+__attribute__((noinline, cold)) int
 ct_remove_uncounted(struct conntab *t, struct conntab_node *n)
 {
 	int held, err;
@@ -898,8 +892,8 @@ ct_remove_generic(struct conntab *t, struct conntab_node *n)
 	if (!ct_node_owned(n, t))
 		return -ENOENT;
 	ct_delay(CT_DP_FE_LOCK_OWNER);
-	if (t->ops == &ct_chained_ops && !n->ct_peer)
-		return ct_chained_remove_single(t, n);
+	if (t->ops->remove_single && !n->ct_peer)
+		return t->ops->remove_single(t, n);
 	if (__builtin_expect(ct_writer_counted(t), 1))
 		return ct_remove_node(t, n);
 	return ct_remove_uncounted(t, n);
@@ -910,17 +904,17 @@ CONNTAB_API int conntab_remove(struct conntab *t, struct conntab_node *n)
 	if (!t || !n)
 		return -EINVAL;
 	/*
-	 * The default backend's own path for a single node that @t owns
-	 * and no eviction holds (else ct_remove_generic() waits, as
-	 * ct_node_owned() does): chained's writers need no counted
-	 * thread. ct_peer is stable while n is in t (set before it was
-	 * linked), and read only once we saw it there (acquire).
+	 * The backend's own path for a single node that @t owns and no
+	 * eviction holds (else ct_remove_generic() waits, as
+	 * ct_node_owned() does). ct_peer is stable while n is in t (set
+	 * before it was linked), and read only once we saw it there
+	 * (acquire).
 	 */
-	if (__builtin_expect(t->ops == &ct_chained_ops &&
-			     __atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE) ==
-			     (void *)t && !n->ct_peer, 1)) {
+	if (__builtin_expect(__atomic_load_n(&n->ct_owner, __ATOMIC_ACQUIRE) ==
+			     (void *)t && !n->ct_peer &&
+			     t->ops->remove_single, 1)) {
 		ct_delay(CT_DP_FE_LOCK_OWNER);
-		return ct_chained_remove_single(t, n);
+		return t->ops->remove_single(t, n);
 	}
 	return ct_remove_generic(t, n);
 }

@@ -327,17 +327,17 @@ chained_insert_key(struct conntab *t, struct conntab_node *n,
 	return err;
 }
 
-int ct_chained_insert_siphash(struct conntab *t, struct conntab_node *n,
-			      const struct conntab_key *key)
+static int chained_insert_siphash(struct conntab *t, struct conntab_node *n,
+				  const struct conntab_key *key)
 {
 	return chained_insert_key(t, n, key, ct_hash_sip(&t->secret, key),
 				  CT_SLOTS_TAGOPS);
 }
 
 #ifdef CT_HAVE_AES
-CT_AES_TARGET int ct_chained_insert_aes(struct conntab *t,
-					struct conntab_node *n,
-					const struct conntab_key *key)
+static CT_AES_TARGET int chained_insert_aes(struct conntab *t,
+					    struct conntab_node *n,
+					    const struct conntab_key *key)
 {
 	/* The SSE tag match of the lookups (slots.h), in the writer too. */
 	return chained_insert_key(t, n, key, ct_hash_aes(&t->aes, key),
@@ -443,7 +443,7 @@ static int chained_remove(struct conntab *t, struct conntab_node *n,
 	return chained_remove_inline(t, n, claimed);
 }
 
-int ct_chained_remove_single(struct conntab *t, struct conntab_node *n)
+static int chained_remove_single(struct conntab *t, struct conntab_node *n)
 {
 	unsigned int spins = 0;
 	int err;
@@ -607,6 +607,14 @@ const struct conntab_ops ct_chained_ops = {
 	.lookup_hashed	= chained_find,
 	.prefetch_hashed = chained_prefetch_bucket,
 	.remove		= chained_remove,
+	/* Chained's writers need no counted thread: nothing to ask. */
+	.insert_key	= {
+		[CONNTAB_HASH_SIPHASH] = chained_insert_siphash,
+#ifdef CT_HAVE_AES
+		[CONNTAB_HASH_AES] = chained_insert_aes,
+#endif
+	},
+	.remove_single	= chained_remove_single,
 	.timewait	= chained_timewait,
 	.walk		= chained_walk,
 	.scan		= chained_scan,
