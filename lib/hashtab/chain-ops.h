@@ -53,11 +53,10 @@ static inline void ct_insert_recycled(struct conntab_node *old,
  * or with @recycled non-NULL put it in the place of a TIME_WAIT node of
  * the same key in one store (a reader finds one or the other).
  */
-static inline int ct_chain_insert_locked(struct conntab *t,
-					 struct conntab_node **head,
-					 struct conntab_node *n,
-					 struct conntab_node **recycled,
-					 struct ct_delta *d)
+static inline __attribute__((always_inline)) int
+ct_chain_insert_locked(struct conntab *t, struct conntab_node **head,
+		       struct conntab_node *n, struct conntab_node **recycled,
+		       struct ct_delta *d)
 {
 	struct conntab_node **pprev, *old;
 	size_t len;
@@ -97,10 +96,9 @@ static inline void ct_removed_locked(struct conntab *t, struct conntab_node *n,
  * Unlink @n from the chain at @head; -ENOENT if it is not there,
  * CT_ECLAIMED if another writer step holds it (@claimed: we do).
  */
-static inline int ct_chain_remove_locked(struct conntab *t,
-					 struct conntab_node **head,
-					 struct conntab_node *n,
-					 struct ct_delta *d, bool claimed)
+static inline __attribute__((always_inline)) int
+ct_chain_remove_locked(struct conntab *t, struct conntab_node **head,
+		       struct conntab_node *n, struct ct_delta *d, bool claimed)
 {
 	struct conntab_node **pprev;
 	int err;

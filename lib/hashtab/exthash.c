@@ -68,6 +68,7 @@
 #include "hash-ops.h"
 #include "heads.h"
 #include "../probes.h"
+#include "../rcu-reg.h"
 #include "../shard.h"
 #include "walk.h"
 
@@ -557,7 +558,8 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
  * Writer: lock and return the live segment of @h. Caller holds the read
  * lock (I5), so a segment found dead is still memory we may touch.
  */
-static struct ct_xseg *xh_lock(struct ct_exthash *x, uint32_t h)
+static inline __attribute__((always_inline)) struct ct_xseg *
+xh_lock(struct ct_exthash *x, uint32_t h)
 {
 	struct ct_xseg *s;
 
@@ -672,8 +674,8 @@ static void xh_move_chains(struct ct_xseg *from, unsigned int lo,
  * those but through @s's lock until they are published); the rest are
  * still @s's.
  */
-static struct conntab_node **xh_chain_locked(struct ct_xseg *s, uint32_t h,
-					     struct ct_xseg **owner)
+static inline __attribute__((always_inline)) struct conntab_node **
+xh_chain_locked(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
 {
 	*owner = s;
 	if (s->splitting && xh_idx_of(s, h) < s->moved)
@@ -686,9 +688,9 @@ static struct conntab_node **xh_chain_locked(struct ct_xseg *s, uint32_t h,
  * *@s and return the chain that holds @h now, its owner in *@owner. The
  * caller unlocks *@s, then the read lock.
  */
-static struct conntab_node **xh_write_begin(struct ct_exthash *x, uint32_t h,
-					    struct ct_xseg **s,
-					    struct ct_xseg **owner)
+static inline __attribute__((always_inline)) struct conntab_node **
+xh_write_begin(struct ct_exthash *x, uint32_t h, struct ct_xseg **s,
+	       struct ct_xseg **owner)
 {
 	xh_read_lock(x);
 	*s = xh_lock(x, h);
@@ -780,13 +782,12 @@ static void xh_start_resize(struct ct_exthash *x, unsigned int depth)
  * (valid because no segment uses the old full depth: xh_reserve_split
  * cancels a halving that a split would invalidate).
  */
-static void xh_resize_step(struct ct_exthash *x)
+static __attribute__((noinline)) void xh_resize_copy(struct ct_exthash *x)
 {
 	struct ct_xdir *d, *p;
 	size_t i, end, size;
 
-	if (!__atomic_load_n(&x->pending, __ATOMIC_RELAXED) ||
-	    (XH_COPY_EVERY > 1 &&
+	if ((XH_COPY_EVERY > 1 &&
 	     __atomic_add_fetch(&x->copy_calls, 1, __ATOMIC_RELAXED) %
 	     XH_COPY_EVERY) ||
 	    !ct_spin_trylock(&x->dir_lock))
@@ -818,6 +819,18 @@ static void xh_resize_step(struct ct_exthash *x)
 		}
 	}
 	ct_spin_unlock(&x->dir_lock);
+}
+
+/*
+ * Every writer call ends here: a load of the pending hint (on the line
+ * of x->dir, which the call read already) and, only while a directory
+ * is being filled, the copy, out of line.
+ */
+static inline void xh_resize_step(struct ct_exthash *x)
+{
+	if (__builtin_expect(!!__atomic_load_n(&x->pending, __ATOMIC_RELAXED),
+			     0))
+		xh_resize_copy(x);
 }
 
 /*
@@ -940,8 +953,8 @@ static void xh_widen(struct ct_exthash *x, struct ct_xseg *s)
  * Whatever fails (no memory), the insert stands and @s merely stays
  * overfull.
  */
-static void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
-			   size_t chain)
+static __attribute__((noinline)) void
+xh_maybe_split_slow(struct ct_exthash *x, struct ct_xseg *s, size_t chain)
 {
 	unsigned int l = s->depth, cshift;
 	struct ct_xseg *s0, *s1;
@@ -1004,9 +1017,24 @@ out_free:
 	xh_seg_free(s1);
 }
 
+/*
+ * Writer, @s locked and alive, after an insert made a chain of @chain
+ * nodes: split, rehash or widen @s if it is due (xh_maybe_split_slow()).
+ * Inline, the two compares that nearly every insert ends with.
+ */
+static inline void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
+				  size_t chain)
+{
+	if (__builtin_expect(chain > XH_CHAIN_SPLIT ||
+			     s->count > (size_t)XH_SPLIT <<
+					(s->shift - XH_SHIFT), 0))
+		xh_maybe_split_slow(x, s, chain);
+}
+
 /* Writer, @s locked and alive, after a change: advance or start a split. */
-static void xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
-			   const struct ct_delta *d)
+static inline __attribute__((always_inline)) void
+xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
+	       const struct ct_delta *d)
 {
 	if (s->splitting)
 		xh_split_step(x, s);
@@ -1113,7 +1141,8 @@ out_unlock:
  * 3/8 of a node per chain is rehashed to half its heads (3/4 per chain:
  * it widens again only at twice that), so its memory follows its count.
  */
-static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
+static __attribute__((noinline)) void
+xh_unlock_shrink_slow(struct ct_exthash *x, struct ct_xseg *s)
 {
 	bool halve = false;
 	struct ct_xseg *m;
@@ -1130,6 +1159,21 @@ static void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
 		if (d)
 			xh_start_resize(x, d - 1);
 	}
+}
+
+/*
+ * The same, inline for what nearly every remove meets: a plain segment
+ * (not widened, not splitting) too full to merge, or the root, which
+ * has no buddy; xh_merge_once() and the halving test would both decline.
+ */
+static inline void xh_unlock_shrink(struct ct_exthash *x, struct ct_xseg *s)
+{
+	if (__builtin_expect((s->count > XH_MERGE || !s->depth) &&
+			     s->shift == XH_SHIFT && !s->splitting, 1)) {
+		ct_spin_unlock(&s->lock);
+		return;
+	}
+	xh_unlock_shrink_slow(x, s);
 }
 
 static struct conntab *xh_create(const struct conntab *tmpl,
@@ -1326,6 +1370,23 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 }
 
 /* Insert, or with @rank insert_evict: the two share everything else. */
+/*
+ * Writer: the end of an insert into the chain of @o (the segment that
+ * carries its counts) under @s's lock: apply @d, grow, unlock, help a
+ * directory resize along, drop the read lock (I5).
+ */
+static inline __attribute__((always_inline)) void
+xh_insert_end(struct ct_exthash *x, struct ct_xseg *s, struct ct_xseg *o,
+	      const struct ct_delta *d)
+{
+	xh_apply(o, d);
+	xh_count_add(x, d->entries);
+	xh_grow_locked(x, s, d);
+	ct_spin_unlock(&s->lock);
+	xh_resize_step(x);
+	xh_read_unlock(x);
+}
+
 static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 			    struct conntab_node **recycled, ct_rank_fn rank,
 			    void *arg, struct conntab_node **evicted)
@@ -1354,12 +1415,7 @@ static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 				err = 0;
 			}
 		}
-		xh_apply(o, &d);
-		xh_count_add(x, d.entries);
-		xh_grow_locked(x, s, &d);
-		ct_spin_unlock(&s->lock);
-		xh_resize_step(x);
-		xh_read_unlock(x);
+		xh_insert_end(x, s, o, &d);
 		/* -ENOSPC after a sample another writer crossed: again. */
 		if (err != -ENOSPC || !rank || !ct_evict_again(&v, &tries))
 			return err;
@@ -1378,6 +1434,80 @@ static int xh_insert_evict(struct conntab *t, struct conntab_node *n,
 {
 	return xh_insert_common(t, n, NULL, rank, arg, evicted);
 }
+
+/*
+ * The rest of xh_insert_key() once another writer step held a node of
+ * @n's key (CT_ECLAIMED): wait for it with no lock held, and try again.
+ * Out of line, so that the insert's path keeps no retry state.
+ */
+static __attribute__((noinline)) int xh_insert_wait(struct conntab *t,
+						    struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	do {
+		ct_spin_pause(&spins);
+		err = xh_insert(t, n, NULL);
+	} while (err == CT_ECLAIMED);
+	return err;
+}
+
+/*
+ * conntab_insert() for a key of hash @h, arguments checked (ops->
+ * insert_key): the front end's claim and this backend's insert in one
+ * function, as chained_insert_key() is chained's. On a thread the flavor
+ * does not count, the front end's path, which counts it for the call
+ * (rcu-reg.h). The segment's lock and chain lines are prefetched before
+ * the claim's compare-and-swap, from a directory read that is only a
+ * hint: xh_lock() reads it again under the same read lock (I5) and locks
+ * the live segment, whatever happened to this one meanwhile.
+ */
+static inline __attribute__((always_inline)) int
+xh_insert_key(struct conntab *t, struct conntab_node *n,
+	      const struct conntab_key *key, uint32_t h)
+{
+	struct ct_exthash *x = ct_exthash(t);
+	struct conntab_node **head;
+	struct ct_delta d = { 0 };
+	struct ct_xseg *s, *o;
+	int err;
+
+	if (__builtin_expect(!ct_writer_counted(t), 0))
+		return ct_insert_generic(t, n, key);
+	xh_read_lock(x);
+	s = xh_seg_rcu(x, h);
+	__builtin_prefetch(s, 1);
+	__builtin_prefetch(&s->head[xh_idx(h)], 1);
+	if (!ct_node_claim_key(n, t, key, h)) {
+		xh_read_unlock(x);
+		return -EBUSY;
+	}
+	s = xh_lock(x, h);
+	head = xh_chain_locked(s, h, &o);
+	err = ct_chain_insert_locked(t, head, n, NULL, &d);
+	xh_insert_end(x, s, o, &d);
+	if (__builtin_expect(err == CT_ECLAIMED, 0))
+		err = xh_insert_wait(t, n);
+	if (err)
+		ct_node_release(n);
+	return err;
+}
+
+static int xh_insert_siphash(struct conntab *t, struct conntab_node *n,
+			     const struct conntab_key *key)
+{
+	return xh_insert_key(t, n, key, ct_hash_sip(&t->secret, key));
+}
+
+#ifdef CT_HAVE_AES
+static CT_AES_TARGET int xh_insert_aes(struct conntab *t,
+				       struct conntab_node *n,
+				       const struct conntab_key *key)
+{
+	return xh_insert_key(t, n, key, ct_hash_aes(&t->aes, key));
+}
+#endif
 
 /* Batch steps (lib/hashtab/batch.h); the directory is small and mostly cached. */
 static inline void xh_prefetch_head(struct conntab *t, uint32_t h)
@@ -1406,7 +1536,8 @@ static inline struct conntab_node *xh_find_hashed(struct conntab *t,
 
 CT_READ_OPS_DEFINE(xh, xh_find_hashed, xh_prefetch_head, xh_prefetch_first)
 
-static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
+static inline __attribute__((always_inline)) int
+xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 {
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
@@ -1429,6 +1560,29 @@ static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 	}
 	xh_resize_step(x);
 	xh_read_unlock(x);
+	return err;
+}
+
+static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
+{
+	return xh_remove_inline(t, n, claimed);
+}
+
+/*
+ * conntab_remove() of a single node that @t owns (ops->remove_single):
+ * the backend's remove called directly, retried while another writer
+ * step holds the node (P2); on a thread the flavor does not count, the
+ * front end's path, which counts it for the call (rcu-reg.h).
+ */
+static int xh_remove_single(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	if (__builtin_expect(!ct_writer_counted(t), 0))
+		return ct_remove_uncounted(t, n);
+	while ((err = xh_remove_inline(t, n, false)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
 	return err;
 }
 
@@ -1702,7 +1856,14 @@ const struct conntab_ops ct_exthash_ops = {
 	.read		= CT_READ_OPS(xh),
 	.lookup_hashed	= xh_find_hashed,
 	.prefetch_hashed = xh_prefetch_head,
+	.insert_key	= {
+		[CONNTAB_HASH_SIPHASH] = xh_insert_siphash,
+#ifdef CT_HAVE_AES
+		[CONNTAB_HASH_AES] = xh_insert_aes,
+#endif
+	},
 	.remove		= xh_remove,
+	.remove_single	= xh_remove_single,
 	.timewait	= xh_timewait,
 	.walk		= xh_walk,
 	.scan		= xh_scan,
