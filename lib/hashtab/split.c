@@ -321,7 +321,7 @@ static inline void split_seq_end(struct ct_stripe *s)
 }
 
 /* Insert @n, its stripe @s held; -ENOSPC only once the key is absent. */
-static int split_insert_locked(struct conntab *t, struct ct_stripe *s,
+static inline __attribute__((always_inline)) int split_insert_locked(struct conntab *t, struct ct_stripe *s,
 			       struct conntab_node *n,
 			       struct conntab_node **recycled)
 {
@@ -374,6 +374,68 @@ static int split_insert(struct conntab *t, struct conntab_node *n,
 	ct_unlock_stripe(s);
 	return err;
 }
+
+/*
+ * The rest of split_insert_key() once another writer step held a node of
+ * @n's key (CT_ECLAIMED): wait for it with no lock held, and try again.
+ * Out of line, so that the insert's path keeps no retry state.
+ */
+static __attribute__((noinline)) int split_insert_wait(struct conntab *t,
+						       struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	do {
+		ct_spin_pause(&spins);
+		err = split_insert(t, n, NULL);
+	} while (err == CT_ECLAIMED);
+	return err;
+}
+
+/*
+ * conntab_insert() for a key of hash @h, arguments checked (ops->
+ * insert_key; split's writers need no counted thread): the front end's
+ * claim and this backend's insert in one function, as chained's, the
+ * bucket's and the stripe's lines prefetched before the claim's
+ * compare-and-swap. A failed insert releases @n.
+ */
+static inline __attribute__((always_inline)) int
+split_insert_key(struct conntab *t, struct conntab_node *n,
+		 const struct conntab_key *key, uint32_t h)
+{
+	struct ct_split *sp = ct_split(t);
+	struct ct_stripe *s = ct_stripe_of(&sp->locks, h);
+	int err;
+
+	__builtin_prefetch(split_bucket(sp, h), 1);
+	__builtin_prefetch(s, 1);
+	if (!ct_node_claim_key(n, t, key, h))
+		return -EBUSY;
+	ct_spin_lock(&s->lock);
+	err = split_insert_locked(t, s, n, NULL);
+	ct_unlock_stripe(s);
+	if (__builtin_expect(err == CT_ECLAIMED, 0))
+		err = split_insert_wait(t, n);
+	if (err)
+		ct_node_release(n);
+	return err;
+}
+
+static int split_insert_siphash(struct conntab *t, struct conntab_node *n,
+				const struct conntab_key *key)
+{
+	return split_insert_key(t, n, key, ct_hash_sip(&t->secret, key));
+}
+
+#ifdef CT_HAVE_AES
+static CT_AES_TARGET int split_insert_aes(struct conntab *t,
+					  struct conntab_node *n,
+					  const struct conntab_key *key)
+{
+	return split_insert_key(t, n, key, ct_hash_aes(&t->aes, key));
+}
+#endif
 
 /*
  * Sample source of an eviction: the slots and both chains of bucket @b, a
@@ -651,8 +713,8 @@ static void split_prefetch(struct conntab *t, const struct conntab_key *key,
 	__builtin_prefetch(ct_stripe_of(&sp->locks, h), 1);
 }
 
-static int split_remove(struct conntab *t, struct conntab_node *n,
-			bool claimed)
+static inline __attribute__((always_inline)) int
+split_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 {
 	struct ct_split *sp = ct_split(t);
 	struct ct_stripe *s;
@@ -673,6 +735,27 @@ static int split_remove(struct conntab *t, struct conntab_node *n,
 		ct_unreserve(t, n);
 	}
 	ct_unlock_stripe(s);
+	return err;
+}
+
+static int split_remove(struct conntab *t, struct conntab_node *n,
+			bool claimed)
+{
+	return split_remove_inline(t, n, claimed);
+}
+
+/*
+ * conntab_remove() of a single node that @t owns (ops->remove_single):
+ * the backend's remove called directly, retried while another writer
+ * step holds the node (P2).
+ */
+static int split_remove_single(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	while ((err = split_remove_inline(t, n, false)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
 	return err;
 }
 
@@ -854,7 +937,14 @@ const struct conntab_ops ct_split_ops = {
 	.read		= CT_READ_OPS(split),
 	.lookup_hashed	= split_find,
 	.prefetch_hashed = split_prefetch_bucket,
+	.insert_key	= {
+		[CONNTAB_HASH_SIPHASH] = split_insert_siphash,
+#ifdef CT_HAVE_AES
+		[CONNTAB_HASH_AES] = split_insert_aes,
+#endif
+	},
 	.remove		= split_remove,
+	.remove_single	= split_remove_single,
 	.timewait	= split_timewait,
 	.walk		= split_walk,
 	.scan		= split_table_scan,
