@@ -206,12 +206,10 @@ static void split_destroy(struct conntab *t,
  * *@slot its slot, or -1 and *@pprev its overflow link; or NULL with
  * *@len the nodes on the overflow chain.
  */
-static struct conntab_node *split_est_find_locked(struct split_bucket *bk,
-						  uint32_t h,
-						  const struct conntab_key *k,
-						  int *slot,
-						  struct conntab_node ***pprev,
-						  size_t *len)
+static inline __attribute__((always_inline)) struct conntab_node *
+split_est_find_locked(struct split_bucket *bk, uint32_t h,
+		      const struct conntab_key *k, int *slot,
+		      struct conntab_node ***pprev, size_t *len)
 {
 	uint64_t m = split_match(bk->tags, h);
 	struct conntab_node *n;
@@ -245,8 +243,8 @@ static int split_slot_index(const struct split_bucket *bk,
  * is on no established place of @bk, in a free slot, or at the overflow
  * chain's head if none is (T2, T3). True if it took a slot.
  */
-static bool split_est_put(struct split_bucket *bk, uintptr_t id,
-			  struct conntab_node *n)
+static inline __attribute__((always_inline)) bool
+split_est_put(struct split_bucket *bk, uintptr_t id, struct conntab_node *n)
 {
 	uint64_t tags = bk->tags, fr = ct_slots_free(tags) & SPLIT_HIGH;
 	unsigned int i;
