@@ -559,21 +559,34 @@ static int split_insert_evict(struct conntab *t, struct conntab_node *n,
 }
 
 /*
+ * How a reader matches a bucket's tags, a constant where the read paths
+ * are inlined (slots.h's struct ct_slots_tagops, whose free() no reader
+ * calls): the portable match, or in the AES read paths the SSE one of
+ * slots.h, which is right for five slots as for six (bytes 5 to 7 of the
+ * tags are 0, which the probe, never 0, does not equal) and gives bit i
+ * for slot i (sh 0) where the portable one gives bit 8i + 7 (sh 3).
+ */
+#define SPLIT_TAGOPS	((struct ct_slots_tagops){ split_match, NULL, 3 })
+#ifdef CT_SLOTS_HAVE_SSE
+# define SPLIT_TAGOPS_SSE \
+	((struct ct_slots_tagops){ ct_slots_match_sse, NULL, 0 })
+#endif
+
+/*
  * Reader: the established side of bucket @bk (id @id): the slots whose
  * tag is @h's, then the overflow chain.
  */
 static inline __attribute__((always_inline)) struct conntab_node *
 split_est_lookup(const struct split_bucket *bk, uintptr_t id, uint32_t h,
-		 const struct conntab_key *k)
+		 const struct conntab_key *k, const struct ct_slots_tagops to)
 {
 	/* Acquire: pairs with the tag store after the slot's (T2). */
-	uint64_t m = split_match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE),
-				 h);
+	uint64_t m = to.match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE), h);
 	struct conntab_node *n;
 
 	for (; m; m &= m - 1) {
 		ct_delay(CT_DP_SLOT_READ);
-		n = ct_rcu_deref(bk->slot[ct_slots_first(m)]);
+		n = ct_rcu_deref(bk->slot[__builtin_ctzll(m) >> to.sh]);
 		if (!n)
 			continue;	/* emptied since the tags: T4 */
 		/* The caller's data begins on the node's second line. */
@@ -594,13 +607,14 @@ split_est_lookup(const struct split_bucket *bk, uintptr_t id, uint32_t h,
  * 102 a lookup, callgrind).
  */
 static inline __attribute__((always_inline)) struct conntab_node *
-split_scan(struct ct_split *sp, uint32_t h, const struct conntab_key *k)
+split_scan(struct ct_split *sp, uint32_t h, const struct conntab_key *k,
+	   const struct ct_slots_tagops to)
 {
 	uintptr_t id = split_est_id(h & sp->mask);
 	struct split_bucket *bk = split_bucket(sp, h);
 	struct conntab_node *n;
 
-	n = split_est_lookup(bk, id, h, k);
+	n = split_est_lookup(bk, id, h, k, to);
 	if (__builtin_expect(n != NULL, 1))
 		return n;
 	/*
@@ -640,7 +654,7 @@ split_find_slow(struct ct_split *sp, uint32_t h, const struct conntab_key *k)
 				sched_yield();
 			continue;
 		}
-		n = split_scan(sp, h, k);
+		n = split_scan(sp, h, k, SPLIT_TAGOPS);
 		if (n)
 			return n;
 		ct_delay(CT_DP_SP_READ_SEQ);
@@ -651,17 +665,24 @@ split_find_slow(struct ct_split *sp, uint32_t h, const struct conntab_key *k)
 	}
 }
 
-static inline struct conntab_node *
-split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
+static inline __attribute__((always_inline)) struct conntab_node *
+split_find_t(struct conntab *t, uint32_t h, const struct conntab_key *k,
+	     const struct ct_slots_tagops to)
 {
 	struct ct_split *sp = ct_split(t);
 	struct conntab_node *n;
 
 	/* A hit is always right; only a miss needs the seq check. */
-	n = split_scan(sp, h, k);
+	n = split_scan(sp, h, k, to);
 	if (__builtin_expect(n != NULL, 1))
 		return n;
 	return split_find_slow(sp, h, k);
+}
+
+static inline struct conntab_node *
+split_find(struct conntab *t, uint32_t h, const struct conntab_key *k)
+{
+	return split_find_t(t, h, k, SPLIT_TAGOPS);
 }
 
 static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
@@ -677,19 +698,19 @@ static inline void split_prefetch_bucket(struct conntab *t, uint32_t h)
  * on tw, so the probes start there (batch.h: a probe hit is a node of the
  * key reached from the bucket; a probe miss proves nothing).
  */
-static inline struct conntab_node *split_prefetch_first(struct conntab *t,
-							uint32_t h)
+static inline __attribute__((always_inline)) struct conntab_node *
+split_prefetch_first_t(struct conntab *t, uint32_t h,
+		       const struct ct_slots_tagops to)
 {
 	const struct split_bucket *bk = split_bucket(ct_split(t), h);
-	uint64_t m = split_match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE),
-				 h);
+	uint64_t m = to.match(__atomic_load_n(&bk->tags, __ATOMIC_ACQUIRE), h);
 	struct conntab_node *over = ct_rcu_deref(bk->over);
 	struct conntab_node *w = ct_rcu_deref(bk->tw);
 	struct conntab_node *x;
 
 	/* The batch's window between the tags and the slot, as a lookup's. */
 	ct_delay(CT_DP_SLOT_READ);
-	x = m ? ct_rcu_deref(bk->slot[ct_slots_first(m)]) : NULL;
+	x = m ? ct_rcu_deref(bk->slot[__builtin_ctzll(m) >> to.sh]) : NULL;
 	/* An emptied slot reads NULL: probe the chains instead (T2). */
 	x = x ? x : ct_is_nulls(over) ? w : over;
 	__builtin_prefetch(ct_is_nulls(x) ? (const void *)bk : x);
@@ -699,8 +720,35 @@ static inline struct conntab_node *split_prefetch_first(struct conntab *t,
 	return x;
 }
 
-CT_READ_OPS_DEFINE(split, split_find, split_prefetch_bucket,
-		   split_prefetch_first)
+static inline struct conntab_node *split_prefetch_first(struct conntab *t,
+							uint32_t h)
+{
+	return split_prefetch_first_t(t, h, SPLIT_TAGOPS);
+}
+
+#ifdef CT_SLOTS_HAVE_SSE
+/* The AES pair's steps: the same, with the SSE tag match. */
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+split_find_sse(struct conntab *t, uint32_t h, const struct conntab_key *k)
+{
+	return split_find_t(t, h, k, SPLIT_TAGOPS_SSE);
+}
+
+static inline CT_AES_TARGET __attribute__((always_inline))
+struct conntab_node *
+split_prefetch_first_sse(struct conntab *t, uint32_t h)
+{
+	return split_prefetch_first_t(t, h, SPLIT_TAGOPS_SSE);
+}
+#else
+# define split_find_sse			split_find
+# define split_prefetch_first_sse	split_prefetch_first
+#endif
+
+CT_READ_OPS_DEFINE2(split, split_find, split_prefetch_bucket,
+		    split_prefetch_first, split_find_sse,
+		    split_prefetch_first_sse)
 
 static void split_prefetch(struct conntab *t, const struct conntab_key *key,
 			   uint32_t h)
