@@ -16,6 +16,37 @@
 #include "trie-build.h"
 #include "trie-path.h"
 
+/* The lock byte was taken: wait for it (ct_t_lock8()). */
+void ct_t_lock8_wait(uint8_t *l)
+{
+	unsigned int spins = 0;
+
+	for (;;) {
+		/* Test before test-and-set. */
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			ct_spin_pause(&spins);
+		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
+/* The slot was locked, or changed under the first try (ct_t_slot_lock()). */
+void ct_t_slot_lock_wait(uintptr_t *slot)
+{
+	unsigned int spins = 0;
+	uintptr_t v;
+
+	for (;;) {
+		v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+		if (!(v & CT_T_LOCKED) &&
+		    __atomic_compare_exchange_n(slot, &v, v | CT_T_LOCKED, true,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		ct_spin_pause(&spins);
+	}
+}
+
 void ct_hold_lock(struct ct_trie *tr, const struct ct_thold *h)
 {
 	uint32_t j;

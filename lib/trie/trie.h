@@ -472,15 +472,20 @@ static inline struct ct_trie *ct_trie(struct conntab *t)
 
 /*
  * Writer locks (lib/lock.h for the word lock of the root): a byte in a
- * sparse node, bit 1 of each slot of a dense node.
+ * sparse node, bit 1 of each slot of a dense node. One exchange (or
+ * compare-and-swap) inline; the wait is a call (lib/trie/trie-mem.c), as
+ * ct_spin_lock()'s is, so that the writers' fast paths keep no registers
+ * saved around a loop with a yield in it: inline, the wait made the
+ * insert's fast path spill its key vector around x's lock (ct-icount,
+ * trie, 256K).
  */
+void ct_t_lock8_wait(uint8_t *l);
+void ct_t_slot_lock_wait(uintptr_t *slot);
+
 static inline void ct_t_lock8(uint8_t *l)
 {
-	unsigned int spins = 0;
-
-	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			ct_spin_pause(&spins);
+	if (__builtin_expect(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE), 0))
+		ct_t_lock8_wait(l);
 }
 
 static inline void ct_t_unlock8(uint8_t *l)
@@ -490,18 +495,15 @@ static inline void ct_t_unlock8(uint8_t *l)
 
 static inline void ct_t_slot_lock(uintptr_t *slot)
 {
-	unsigned int spins = 0;
-	uintptr_t v;
+	uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
 
-	for (;;) {
-		v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-		if (!(v & CT_T_LOCKED) &&
-		    __atomic_compare_exchange_n(slot, &v, v | CT_T_LOCKED, true,
-						__ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
-			return;
-		ct_spin_pause(&spins);
-	}
+	if (__builtin_expect(!(v & CT_T_LOCKED) &&
+			     __atomic_compare_exchange_n(slot, &v,
+							 v | CT_T_LOCKED, true,
+							 __ATOMIC_ACQUIRE,
+							 __ATOMIC_RELAXED), 1))
+		return;
+	ct_t_slot_lock_wait(slot);
 }
 
 /* Release a slot's lock, leaving @v in it (release: publishes v). */
