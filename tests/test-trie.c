@@ -568,6 +568,68 @@ START_TEST(walk_in_key_order)
 END_TEST
 
 /*
+ * A key outside the bits a dense node skips. A table of TCP keys only
+ * has a root that skips the zone, protocol and family bytes every key
+ * shares (it branches on the addresses). A UDP key's descent by its
+ * address bits may reach a sparse node under that root where it has no
+ * entry: the insert's fast path would add it there if it did not check
+ * the skipped bits against the root's prefix, and it must go above the
+ * root instead. Only the first such key meets that root (the node built
+ * above it then parts the protocols), so each round is a fresh table.
+ * Lookups alone do not tell (they descend by the same bits); a walk in
+ * key order and a prefix walk of the protocol do.
+ */
+#define SKIP_ROUNDS	32
+#define SKIP_KEYS	1024
+
+START_TEST(insert_outside_skipped_bits)
+{
+	size_t n = SKIP_KEYS + 1, i, round;
+	struct conntab_key *k = calloc(n, sizeof(*k));
+	struct conn *c = conns_alloc(n);
+	uint64_t s = 4242, r;
+
+	ck_assert_ptr_nonnull(k);
+	for (round = 0; round < SKIP_ROUNDS; round++) {
+		struct conntab *t = mk(CONNTAB_TRIE, 0);
+		struct visit v = { .c = c, .n = n, .ordered = true };
+
+		for (i = 0; i < n; i++) {
+			r = rnd(&s);
+			conntab_key_v4(&k[i], i < SKIP_KEYS ? IPPROTO_TCP :
+						      IPPROTO_UDP,
+				       (uint32_t)r, (uint16_t)(r >> 32),
+				       (uint32_t)(r >> 16) ^ 0x5a5a5a5a,
+				       (uint16_t)(r >> 48) | 1);
+			c[i].seen = 0;
+		}
+		insert_all(t, c, k, n);
+		lookup_all(t, c, k, n);
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_walk(t, visit_fn, &v), 0);
+		rcu_read_unlock();
+		ck_assert_msg(v.ordered, "round %zu: walk out of key order",
+			      round);
+		ck_assert_uint_eq(v.seen, n);
+		/* Zone and protocol: the first 24 bits of the key string. */
+		for (i = 0; i < n; i++)
+			c[i].seen = 0;
+		v = (struct visit){ .c = c, .n = n, .ordered = true };
+		rcu_read_lock();
+		ck_assert_int_eq(conntab_walk_prefix(t, &k[SKIP_KEYS], 24,
+						     visit_fn, &v), 0);
+		rcu_read_unlock();
+		ck_assert_uint_eq(v.seen, 1);
+		REQUIRE(c[SKIP_KEYS].seen == 1);
+		conntab_destroy(t, NULL);
+		rcu_barrier();	/* the retired nodes are freed before c */
+	}
+	free(c);
+	free(k);
+}
+END_TEST
+
+/*
  * Concurrency: readers look up a stable key set while writers insert,
  * time-wait, recycle and remove churn keys interleaved with it (same
  * subtrees, so nodes are split, copied and collapsed under the readers).
@@ -1152,6 +1214,7 @@ static Suite *trie_suite(void)
 	tcase_add_test(tc, adv_mixed);
 	tcase_add_test(tc, v6_under_zone_node);
 	tcase_add_test(tc, walk_in_key_order);
+	tcase_add_test(tc, insert_outside_skipped_bits);
 	tcase_add_test(tc, prefix_every_backend);
 	suite_add_tcase(s, tc);
 	/* Threads: CK_RUN_CASE=trie-concurrent (make check-tsan). */
