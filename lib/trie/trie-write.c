@@ -265,13 +265,17 @@ struct ct_tins {
 	bool fix;		/* a dense node on the path wants reshaping */
 };
 
-/* Count the new entry against max_entries, unless the caller did. */
-static bool ct_t_reserve(struct ct_tins *ins)
+/*
+ * Count the new entry against max_entries, unless the caller did. Inline:
+ * out of line (seven callers) it was a call on every insert's fast path.
+ */
+static inline __attribute__((always_inline)) bool
+ct_t_reserve(struct ct_tins *ins)
 {
 	return ins->held || ct_reserve(&ins->tr->base, ct_w_node(ins->leaf));
 }
 
-static void ct_t_unreserve(struct ct_tins *ins)
+static inline void ct_t_unreserve(struct ct_tins *ins)
 {
 	if (!ins->held)
 		ct_unreserve(&ins->tr->base, ct_w_node(ins->leaf));
@@ -722,6 +726,22 @@ struct ct_tfast {
 };
 
 /*
+ * Do @s and dense @x's prefix agree in bits [0, x->pos)? One word when
+ * x->pos <= 64 (a root's skip of the bits every key shares, at most
+ * zone, protocol, family and part of the ports: the check on most
+ * inserts), else ct_str_prefix_eq()'s loop. x->pos > 0 here (it skips).
+ */
+static inline bool ct_t_prefix_eq(const uint8_t *s, struct ct_tnode *x)
+{
+	unsigned int pos = x->pos;
+
+	if (__builtin_expect(pos <= 64, 1))
+		return !((ct_load_be64(s) ^ ct_load_be64(ct_d(x)->prefix)) >>
+			 (64 - pos));
+	return ct_str_prefix_eq(s, ct_d(x)->prefix, pos);
+}
+
+/*
  * With @check (an insert), the key must be known to belong where the
  * descent ends: bits a node skips are checked against a dense node's
  * prefix, and a sparse node that skips bits sends the insert to the
@@ -745,8 +765,7 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 			ct_t_prefetch_tail(p);
 		x = ct_w_tn(p);
 		if (check && x->pos > pend &&
-		    (ct_t_isk(x) ||
-		     !ct_str_prefix_eq(s, ct_d(x)->prefix, x->pos)))
+		    (ct_t_isk(x) || !ct_t_prefix_eq(s, x)))
 			return false;
 		if (ct_t_end(x) > pend)
 			pend = ct_t_end(x);
