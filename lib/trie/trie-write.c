@@ -721,6 +721,7 @@ struct ct_tfast {
 	uint32_t di;
 	int ki;			/* x's entry for the key's value, or -1 */
 	uintptr_t kid;		/* what that entry holds */
+	uintptr_t *kids;	/* ct_k_kid(x): x->cap never changes */
 	uint32_t v;		/* the key's value in x's window */
 	unsigned int kn;	/* with check: x->n before ki was looked for */
 };
@@ -784,10 +785,11 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 		if (check)
 			f->kn = __atomic_load_n(&x->n, __ATOMIC_RELAXED);
 		f->ki = ct_k_find(x, c);
-		f->kid = f->ki < 0 ? 0 : ct_w_load(&ct_k_kid(x)[f->ki]);
+		f->kids = ct_k_kid(x);
+		f->kid = f->ki < 0 ? 0 : ct_w_load(&f->kids[f->ki]);
 		if (f->kid && !ct_w_leaf(f->kid)) {
 			in = x;
-			slot = &ct_k_kid(x)[f->ki];
+			slot = &f->kids[f->ki];
 			continue;
 		}
 		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
@@ -895,7 +897,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	i = f.ki;
 	if (i < 0 && x->n != f.kn)
 		i = ct_k_find(x, v);
-	if ((i >= 0 && ct_k_kid(x)[i]) ||
+	if ((i >= 0 && f.kids[i]) ||
 	    (i < 0 && x->n == x->cap && x->live >= CT_T_KMAX)) {
 		ct_t_fast_drop(&f);
 		return 1;
@@ -915,13 +917,13 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	 */
 	if (i >= 0) {
 		ct_delay(CT_DP_TR_PUB_K_ENTRY);
-		ct_rcu_assign(ct_k_kid(x)[i], ins->leaf);
+		ct_rcu_assign(f.kids[i], ins->leaf);
 		ct_k_live_set(x, x->live + 1u);
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)v;
 		ct_delay(CT_DP_TR_PUB_K_ENTRY);
-		ct_rcu_assign(ct_k_kid(x)[n], ins->leaf);
+		ct_rcu_assign(f.kids[n], ins->leaf);
 		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
 		ct_k_live_set(x, x->live + 1u);
@@ -1251,7 +1253,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 		return false;
 	x = f.x;
 	live = x->live;
-	if (ct_k_kid(x)[f.ki] != leaf || ct_t_claimed(tr, n) != evict ||
+	if (f.kids[f.ki] != leaf || ct_t_claimed(tr, n) != evict ||
 	    live < 3 || (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
 		ct_t_fast_drop(&f);
 		return false;
@@ -1260,7 +1262,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 	c0 = ct_t_fast_class(&f, moves);
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_delay(CT_DP_TR_UNLINK_LEAF);
-	ct_rcu_store(ct_k_kid(x)[f.ki], 0);
+	ct_rcu_store(f.kids[f.ki], 0);
 	ct_k_live_set(x, x->live - 1u);
 	ct_t_fast_unlock(&f, moves, c0, fix);
 	return true;
