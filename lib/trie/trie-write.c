@@ -994,27 +994,43 @@ static int ct_t_exists(struct ct_tins *ins, const struct ct_tpath *pa)
 /*
  * The general path of one try (after ct_t_insert_fast() declined). Out
  * of line: its path record is two kilobytes of frame, which the fast
- * path, most inserts, does not need set up.
+ * path, most inserts, does not need set up. It takes the insert's
+ * struct ct_tins by value, and hands back whether a dense node wants
+ * reshaping in *@fix: the caller's own copy, which no pointer leaves,
+ * stays in registers on the fast path (by address, it was stored and
+ * read back on every insert).
  */
-static __attribute__((noinline)) int ct_t_insert1(struct ct_tins *ins)
+static __attribute__((noinline)) int ct_t_insert1(struct ct_tins in,
+						  bool *fix)
 {
 	uint8_t rep[CT_KEY_STR_BUF];
+	struct ct_tins *ins = &in;
 	struct ct_tpath pa;
 	unsigned int d, i;
+	int err;
 
+	ins->fix = false;
 	ct_t_descend(ins->tr, ins->s, &pa);
 	d = ct_t_diverge(ins->s, ins->L, &pa, rep);
-	if (pa.end && d >= ins->L)
-		return ct_t_exists(ins, &pa);
+	if (pa.end && d >= ins->L) {
+		err = ct_t_exists(ins, &pa);
+		goto out;
+	}
 	if (d < ins->L)
 		for (i = 0; i < pa.n; i++)
-			if (pa.x[i]->pos > d)
-				return ct_t_split_above(ins, &pa, i, d, rep);
+			if (pa.x[i]->pos > d) {
+				err = ct_t_split_above(ins, &pa, i, d, rep);
+				goto out;
+			}
 	if (pa.kmiss)
-		return ct_t_k_add(ins, &pa);
-	if (pa.end)
-		return ct_t_leaf_split(ins, &pa, d, rep);
-	return ct_t_fill(ins, &pa);
+		err = ct_t_k_add(ins, &pa);
+	else if (pa.end)
+		err = ct_t_leaf_split(ins, &pa, d, rep);
+	else
+		err = ct_t_fill(ins, &pa);
+out:
+	*fix = ins->fix;
+	return err;
 }
 
 /*
@@ -1100,6 +1116,7 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		.tr = tr, .leaf = ct_w_of(n), .s = s,
 		.recycled = recycled, .held = held,
 	};
+	bool fix;
 	int err;
 
 	ins.L = ct_key_str(&n->ct_key, s) * 8;
@@ -1107,8 +1124,10 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 	do {
 		ins.fix = false;
 		err = ct_t_insert_fast(&ins);
-		if (err == 1)
-			err = ct_t_insert1(&ins);
+		if (err == 1) {
+			err = ct_t_insert1(ins, &fix);
+			ins.fix = fix;
+		}
 		if (ins.fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
