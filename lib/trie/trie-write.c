@@ -878,7 +878,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	struct ct_tfast f;
 	enum ct_class c0;
 	bool moves;
-	unsigned int n;
+	unsigned int n, live;
 	uint32_t v;
 	int i;
 
@@ -906,7 +906,12 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		ct_t_fast_drop(&f);
 		return -ENOSPC;
 	}
-	moves = ct_k_class_moves(x, x->live, x->live + 1u);
+	/*
+	 * x->live changes only under x's lock, which we hold: read once
+	 * (the release stores below would make the compiler read it again).
+	 */
+	live = x->live;
+	moves = ct_k_class_moves(x, live, live + 1u);
 	c0 = ct_t_fast_class(&f, moves);
 	y = NULL;
 	/*
@@ -918,7 +923,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 	if (i >= 0) {
 		ct_delay(CT_DP_TR_PUB_K_ENTRY);
 		ct_rcu_assign(f.kids[i], ins->leaf);
-		ct_k_live_set(x, x->live + 1u);
+		ct_k_live_set(x, live + 1u);
 	} else if (x->n < x->cap) {
 		n = x->n;
 		ct_k_val(x)[n] = (uint16_t)v;
@@ -926,7 +931,7 @@ static int ct_t_insert_fast(struct ct_tins *ins)
 		ct_rcu_assign(f.kids[n], ins->leaf);
 		ct_delay(CT_DP_TR_PUB_K_COUNT);
 		__atomic_store_n(&x->n, (uint8_t)(n + 1), __ATOMIC_RELEASE);
-		ct_k_live_set(x, x->live + 1u);
+		ct_k_live_set(x, live + 1u);
 	} else {
 		y = ct_k_grow(tr, x, v, ins->leaf);
 		if (!y) {
@@ -1282,7 +1287,7 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_delay(CT_DP_TR_UNLINK_LEAF);
 	ct_rcu_store(f.kids[f.ki], 0);
-	ct_k_live_set(x, x->live - 1u);
+	ct_k_live_set(x, live - 1u);
 	ct_t_fast_unlock(&f, moves, c0, fix);
 	return true;
 }
