@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rcu-reg.h"
 #include "trie-build.h"
 #include "trie-path.h"
 
@@ -1150,6 +1151,34 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 }
 
 /*
+ * conntab_insert(), arguments checked (ops->insert_key): the front end's
+ * generic path without its calls through the ops table and its tests of
+ * what a plain insert never has (a hash, a rank, a recycle): the root
+ * slot prefetched, the node claimed, the insert retried while another
+ * writer step holds a node of the key (P2), a failed insert releasing
+ * @n. On a thread the flavor does not count, the front end's path, which
+ * counts it for the call (lib/rcu-reg.h).
+ */
+int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
+		       const struct conntab_key *key)
+{
+	unsigned int spins = 0;
+	int err;
+
+	if (__builtin_expect(!ct_writer_counted(t), 0))
+		return ct_insert_generic(t, n, key);
+	ct_trie_prefetch(t, key, 0);
+	if (!ct_node_claim_key(n, t, key, 0))
+		return -EBUSY;
+	while ((err = ct_t_insert(ct_trie(t), n, NULL, false)) ==
+	       CT_ECLAIMED)
+		ct_spin_pause(&spins);
+	if (err)
+		ct_node_release(n);
+	return err;
+}
+
+/*
  * Lock sparse x = pa->x[k] to change its entries (lib/trie/trie-path.h). Under
  * a sparse parent, x may collapse into a leaf: an entry of the parent
  * changes kind, so the parent is locked as for a change of its entries
@@ -1394,6 +1423,23 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 {
 	return ct_t_remove(ct_trie(t), n, claimed, true);
+}
+
+/*
+ * conntab_remove() of a single node that @t owns (ops->remove_single),
+ * retried while another writer step holds it (P2); on a thread the
+ * flavor does not count, the front end's path.
+ */
+int ct_trie_remove_single(struct conntab *t, struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	if (__builtin_expect(!ct_writer_counted(t), 0))
+		return ct_remove_uncounted(t, n);
+	while ((err = ct_t_remove(ct_trie(t), n, false, true)) == CT_ECLAIMED)
+		ct_spin_pause(&spins);
+	return err;
 }
 
 static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,

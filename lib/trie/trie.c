@@ -279,7 +279,12 @@ const struct conntab_ops ct_trie_ops = {
 		[CONNTAB_HASH_AES]	= { ct_trie_lookup, ct_trie_lookup_batch },
 	},
 	.lookup_hashed	= trie_lookup_hashed,
+	.insert_key	= {
+		[CONNTAB_HASH_SIPHASH]	= ct_trie_insert_key,
+		[CONNTAB_HASH_AES]	= ct_trie_insert_key,
+	},
 	.remove		= ct_trie_remove,
+	.remove_single	= ct_trie_remove_single,
 	.timewait	= ct_trie_timewait,
 	.walk		= ct_trie_walk,
 	.scan		= ct_trie_scan,

@@ -624,6 +624,10 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 		      uint32_t hash);
 int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed);
+/* ops->insert_key (either hash: the trie hashes nothing), ops->remove_single */
+int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
+		       const struct conntab_key *key);
+int ct_trie_remove_single(struct conntab *t, struct conntab_node *n);
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held);
 int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
