@@ -6,10 +6,12 @@
  */
 #define _GNU_SOURCE	/* dladdr(), RTLD_DEFAULT */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rcu-reg.h"
@@ -19,16 +21,19 @@ CT_TLS struct ct_reg_cache ct_reg_cache;
 /*
  * liburcu's flavors whose registration a thread can read. bp is not
  * here: its read lock registers the thread, so there is nothing to do.
+ * Not const: ct_reg_resolve() fills in each one's sync.
  */
-static const struct ct_reg_family ct_reg_families[] = {
+static struct ct_reg_family ct_reg_families[] = {
 	{ "urcu_memb_flavor", "urcu_memb_register_thread",
-	  "urcu_memb_reader", CT_REG_COMMON },
+	  "urcu_memb_reader", CT_REG_COMMON,
+	  "urcu_memb_gp", "urcu_memb_has_sys_membarrier", 0, { 0 } },
 	{ "urcu_mb_flavor", "urcu_mb_register_thread",
-	  "urcu_mb_reader", CT_REG_COMMON },
+	  "urcu_mb_reader", CT_REG_COMMON, "urcu_mb_gp", NULL, 0, { 0 } },
 	{ "urcu_signal_flavor", "urcu_signal_register_thread",
-	  "urcu_signal_reader", CT_REG_COMMON },
+	  "urcu_signal_reader", CT_REG_COMMON, "urcu_signal_gp", NULL, 1,
+	  { 0 } },
 	{ "urcu_qsbr_flavor", "urcu_qsbr_register_thread",
-	  "urcu_qsbr_reader", CT_REG_QSBR },
+	  "urcu_qsbr_reader", CT_REG_QSBR, "urcu_qsbr_gp", NULL, 1, { 0 } },
 };
 
 #define CT_NFAMILIES	(sizeof(ct_reg_families) / sizeof(ct_reg_families[0]))
@@ -42,6 +47,69 @@ static const char *ct_reg_symbol_at(const void *addr)
 		return NULL;
 	return info.dli_sname;
 }
+
+#ifdef CT_URCU_INLINE_READ_LOCK
+static pthread_mutex_t ct_reg_sync_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * What ct_writer_read_lock() needs of @fam, found by name the way the
+ * family itself was (the first definition in lookup order: the one that
+ * @fam's functions use, an executable's copy included), once. Under the
+ * lock, and before the table that needs it is returned to anyone: every
+ * thread that reads fam->sync through a table reads it after this.
+ * Where a name is missing, gp stays NULL and the writers call the
+ * flavor. Without memb's membarrier flag (a liburcu built to require
+ * membarrier has none, and then liburcu's own inline lock takes a
+ * barrier only), barrier_ok is memb's 0: a fence, which is never wrong.
+ * The futex fallback is liburcu's (ENOSYS: a kernel without futexes),
+ * which its grace period then sleeps on too.
+ */
+static void ct_reg_resolve(struct ct_reg_family *fam)
+{
+	struct ct_reg_sync *sync = &fam->sync;
+	const int *barrier_ok = &fam->barrier_ok;
+	void *gp, *compat, *flag = NULL;
+
+	pthread_mutex_lock(&ct_reg_sync_lock);
+	if (__atomic_load_n(&sync->gp, __ATOMIC_RELAXED))
+		goto out;
+	gp = dlsym(RTLD_DEFAULT, fam->gp);
+	compat = dlsym(RTLD_DEFAULT, "compat_futex_async");
+	if (fam->sys_membarrier)
+		flag = dlsym(RTLD_DEFAULT, fam->sys_membarrier);
+	if (!gp || !compat)
+		goto out;
+	sync->barrier_ok = flag ? flag : barrier_ok;
+	*(void **)&sync->compat_futex = compat;
+	/* Last: ct_writer_read_lock() reads the rest once it sees gp. */
+	__atomic_store_n(&sync->gp, (struct urcu_gp *)gp, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&ct_reg_sync_lock);
+}
+
+/*
+ * urcu_common_wake_up_gp(), for ct_writer_read_unlock(): a grace period
+ * that found this thread in its read-side critical section went to sleep
+ * on gp->futex (-1); this thread has left it, so wake it. The futex
+ * call is futex_async()'s (urcu/futex.h), without its link to liburcu.
+ */
+void ct_rl_wake(const struct ct_reg_family *fam)
+{
+	const struct ct_reg_sync *sync = &fam->sync;
+	int32_t *f = &sync->gp->futex;
+
+	if (uatomic_read(f) != -1)
+		return;
+	uatomic_set(f, 0);
+	if (syscall(SYS_futex, f, FUTEX_WAKE, 1, NULL, NULL, 0) < 0 &&
+	    errno == ENOSYS)
+		(void)sync->compat_futex(f, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+#else
+static void ct_reg_resolve(struct ct_reg_family *fam)
+{
+}
+#endif
 
 /*
  * Two ways to recognise a family: @f is its flavor struct (the one
@@ -58,7 +126,7 @@ const struct ct_reg_family *ct_reg_identify(const struct rcu_flavor_struct *f)
 	const void *reg = (const void *)f->register_thread;
 	const char *fname = ct_reg_symbol_at(f);
 	const char *rname = ct_reg_symbol_at(reg);
-	const struct ct_reg_family *fam;
+	struct ct_reg_family *fam;
 	size_t i;
 
 	for (i = 0; i < CT_NFAMILIES; i++) {
@@ -69,7 +137,10 @@ const struct ct_reg_family *ct_reg_identify(const struct rcu_flavor_struct *f)
 		      dlsym(RTLD_DEFAULT, fam->register_thread) == reg))
 			continue;
 		/* Its reader state must be there too (a TLS symbol). */
-		return dlsym(RTLD_DEFAULT, fam->reader) ? fam : NULL;
+		if (!dlsym(RTLD_DEFAULT, fam->reader))
+			return NULL;
+		ct_reg_resolve(fam);
+		return fam;
 	}
 	return NULL;
 }
@@ -122,6 +193,12 @@ static const void *ct_reg_reader(const struct ct_reg_family *fam)
 	c->family = fam;
 	c->reader = reader;
 	c->kind = fam->kind;
+#ifdef CT_URCU_INLINE_READ_LOCK
+	/* The lock's barrier_ok, then gp (ct_reg_resolve(): release). */
+	c->gp = __atomic_load_n(&fam->sync.gp, __ATOMIC_ACQUIRE);
+	if (c->gp)
+		c->barrier_ok = *fam->sync.barrier_ok;
+#endif
 	return reader;
 }
 

@@ -35,6 +35,13 @@
 #ifndef CT_RCU_REG_H
 #define CT_RCU_REG_H
 
+#ifdef HAVE_CONFIG_H
+# include "config.h"	/* CT_URCU_INLINE_READ_LOCK */
+#endif
+
+#include <stdint.h>
+#include <time.h>
+
 #include <urcu/static/urcu-common.h>	/* struct urcu_reader */
 #include <urcu/static/urcu-qsbr.h>	/* struct urcu_qsbr_reader */
 
@@ -45,12 +52,37 @@ enum ct_reg_kind {
 	CT_REG_QSBR,		/* struct urcu_qsbr_reader */
 };
 
+/*
+ * What the inline read lock (ct_writer_read_lock()) needs of a family's
+ * liburcu, resolved by name once by ct_reg_identify(): gp NULL where it
+ * was not found (or the inline lock is not built), and the writers call
+ * the flavor.
+ */
+struct ct_reg_sync {
+	struct urcu_gp *gp;		/* urcu_<flavor>_gp */
+	/*
+	 * smp_mb_slave(): a compiler barrier where *barrier_ok, else a
+	 * fence. memb: its urcu_memb_has_sys_membarrier (set once, at
+	 * liburcu's init, and never cleared); mb: a 0; signal: a 1.
+	 */
+	const int *barrier_ok;
+	/* liburcu's futex fallback, where the kernel has none (ENOSYS) */
+	int (*compat_futex)(int32_t *uaddr, int op, int32_t val,
+			    const struct timespec *timeout, int32_t *uaddr2,
+			    int32_t val3);
+};
+
 /* A liburcu flavor the library knows how to ask about a thread. */
 struct ct_reg_family {
 	const char *flavor;		/* its struct rcu_flavor_struct */
 	const char *register_thread;	/* its register function */
 	const char *reader;		/* its per-thread reader state (TLS) */
 	enum ct_reg_kind kind;
+	const char *gp;			/* its grace-period state */
+	/* memb: its membarrier flag; else NULL, and barrier_ok this: */
+	const char *sys_membarrier;
+	int barrier_ok;
+	struct ct_reg_sync sync;	/* the names above, resolved */
 };
 
 /*
@@ -70,6 +102,14 @@ struct ct_reg_cache {
 	const struct ct_reg_family *family;
 	const void *reader;
 	enum ct_reg_kind kind;
+	/*
+	 * The inline read lock's (ct_writer_read_lock()): the family's
+	 * barrier_ok as it was when cached (memb's flag is set once and
+	 * never cleared: a stale 0 costs a fence, never a missed one), and
+	 * its gp, NULL where the writers call the flavor.
+	 */
+	int barrier_ok;
+	struct urcu_gp *gp;
 };
 
 extern CT_TLS struct ct_reg_cache ct_reg_cache;
@@ -132,6 +172,163 @@ static inline bool ct_reader_counted(const struct conntab *t)
 #endif
 	}
 	return ct_family_counted(t->reg);
+}
+
+/*
+ * The writers' read lock, inline.
+ *
+ * The exthash and trie writers take the flavor's read lock around each
+ * insert and remove. Through t->flavor that is two calls into liburcu,
+ * each reaching its TLS reader state through __tls_get_addr (liburcu is a
+ * shared library: general-dynamic TLS), some 78 instructions of an insert
+ * of 350. This thread has the address of that state cached already
+ * (ct_reg_cache), so for a thread that the flavor counts the lock can do
+ * here what liburcu's own static inline read lock does (urcu/static/
+ * urcu-memb.h, urcu-mb.h, urcu-signal.h, urcu-qsbr.h: what an
+ * application built with _LGPL_SOURCE runs):
+ *
+ *   memb, mb, signal: the outermost lock copies the family's grace-period
+ *   counter (urcu_<flavor>_gp.ctr: its phase bit and a nesting count of
+ *   one) into reader->ctr, then orders that store before the critical
+ *   section (smp_mb_slave: memb a compiler barrier where liburcu found
+ *   membarrier, else a fence; mb a fence; signal a compiler barrier, the
+ *   grace period's signal supplies the fence); a nested one adds one to
+ *   the nesting count. The outermost unlock orders the section before
+ *   the store that drops the count to zero, orders that store before
+ *   reading gp->futex, and where a grace period went to sleep waiting
+ *   for readers (futex -1) sets it 0 and wakes it (FUTEX_WAKE), as
+ *   urcu_common_wake_up_gp() does.
+ *
+ *   QSBR: the read lock is nothing at all (an assertion, in a liburcu
+ *   built with debugging): an online thread is counted by the grace
+ *   period until it goes offline or through a quiescent state, neither
+ *   of which a writer does.
+ *
+ * Why mirroring is sound: the grace period (urcu_<flavor>_synchronize_rcu
+ * in the shared library) reads reader->ctr and gp->ctr exactly as these
+ * inline read locks write them, and sleeps on gp->futex exactly as their
+ * unlock wakes it; the inline code is compiled into every _LGPL_SOURCE
+ * application, so it is part of liburcu's ABI and a liburcu.so of the
+ * same soname must accept it from any thread, mixed with its own calls
+ * on the same thread (this lock nests inside the application's, and the
+ * other way round). It is written here against liburcu 0.13's headers,
+ * with liburcu's own barrier and access macros; configure defines
+ * CT_URCU_INLINE_READ_LOCK only where the liburcu headers it builds
+ * against are a version whose protocol was checked to be this one
+ * (configure.ac), and elsewhere the writers call the flavor.
+ *
+ * Where the inline lock does not apply, the writers call t->flavor as
+ * before: the bp flavor (its read lock registers the thread), a flavor
+ * not identified (t->reg NULL), a family whose symbols were not found
+ * (its sync.gp NULL, and so the cache's), and a thread the flavor does
+ * not count or whose cache is of another family (ct_writer_counted()
+ * and ct_thread_enter() had their say before the backend was called;
+ * an unregistered thread's read lock is liburcu's business, which
+ * asserts there in a debugging build).
+ *
+ * Lock and unlock decide each on its own, on the same test, and need not
+ * agree: the inline code and the flavor's call run the same protocol on
+ * the same reader state (the thread's urcu_<flavor>_reader), so a lock
+ * taken inline may be released by the call and the other way round, as
+ * an _LGPL_SOURCE application's may. Between the two the thread's cache
+ * may move to another family (an eviction's rank callback may write to a
+ * table of another flavor: the unlock then calls), its registration
+ * cannot change (liburcu forbids that inside a read-side critical
+ * section), and the reader state's address is the thread's for life.
+ */
+#ifdef CT_URCU_INLINE_READ_LOCK
+void ct_rl_wake(const struct ct_reg_family *fam);
+
+/*
+ * Where the inline lock applies to @t on this thread: the family
+ * identified, resolved (gp) and cached, the thread counted by it. Its
+ * reader state, or NULL: call the flavor. Everything the lock needs is in
+ * this thread's cache line, read before its barriers (after one, the
+ * compiler must load anything in memory again).
+ */
+static inline void *ct_rl_reader(const struct conntab *t)
+{
+	const struct ct_reg_family *fam = t->reg;
+	const struct ct_reg_cache *c = &ct_reg_cache;
+
+	if (!fam || c->family != fam || !c->gp)
+		return NULL;
+	if (c->kind == CT_REG_QSBR)
+		return ((const struct urcu_qsbr_reader *)c->reader)->ctr ?
+		       (void *)c->reader : NULL;
+	return ((const struct urcu_reader *)c->reader)->registered ?
+	       (void *)c->reader : NULL;
+}
+
+/* smp_mb_slave(), with the family's barrier_ok read before. */
+static inline void ct_rl_slave(int barrier_ok)
+{
+	if (caa_likely(barrier_ok))
+		cmm_barrier();
+	else
+		cmm_smp_mb();
+}
+#endif
+
+static inline void ct_writer_read_lock(const struct conntab *t)
+{
+#ifdef CT_URCU_INLINE_READ_LOCK
+	struct urcu_reader *r = ct_rl_reader(t);
+	const struct urcu_gp *gp;
+	unsigned long tmp;
+	int barrier_ok;
+
+	if (r) {
+		if (ct_reg_cache.kind == CT_REG_QSBR)
+			return;		/* online: counted, and that is all */
+		gp = ct_reg_cache.gp;
+		barrier_ok = ct_reg_cache.barrier_ok;
+		/* _urcu_memb_read_lock() and its like, 0.13 */
+		cmm_barrier();
+		tmp = r->ctr;
+		if (caa_likely(!(tmp & URCU_GP_CTR_NEST_MASK))) {
+			_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(gp->ctr));
+			ct_rl_slave(barrier_ok);
+		} else {
+			_CMM_STORE_SHARED(r->ctr, tmp + URCU_GP_COUNT);
+		}
+		return;
+	}
+#endif
+	t->flavor->read_lock();
+}
+
+static inline void ct_writer_read_unlock(const struct conntab *t)
+{
+#ifdef CT_URCU_INLINE_READ_LOCK
+	struct urcu_reader *r = ct_rl_reader(t);
+	struct urcu_gp *gp;
+	unsigned long tmp;
+	int barrier_ok;
+
+	if (r) {
+		if (ct_reg_cache.kind == CT_REG_QSBR)
+			return;
+		gp = ct_reg_cache.gp;
+		barrier_ok = ct_reg_cache.barrier_ok;
+		/* _urcu_memb_read_unlock() and its like, 0.13 */
+		tmp = r->ctr;
+		if (caa_likely((tmp & URCU_GP_CTR_NEST_MASK) ==
+			       URCU_GP_COUNT)) {
+			ct_rl_slave(barrier_ok);
+			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
+			ct_rl_slave(barrier_ok);
+			/* urcu_common_wake_up_gp(): a sleeping grace period */
+			if (caa_unlikely(uatomic_read(&gp->futex) == -1))
+				ct_rl_wake(t->reg);
+		} else {
+			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
+		}
+		cmm_barrier();
+		return;
+	}
+#endif
+	t->flavor->read_unlock();
 }
 
 /*

@@ -342,14 +342,15 @@ static inline uint64_t xh_end(const struct ct_xseg *s)
 	return ((uint64_t)s->prefix + 1) << (32 - s->depth);
 }
 
+/* The flavor's read lock, inline where it can be (lib/rcu-reg.h). */
 static inline void xh_read_lock(struct ct_exthash *x)
 {
-	x->base.flavor->read_lock();
+	ct_writer_read_lock(&x->base);
 }
 
 static inline void xh_read_unlock(struct ct_exthash *x)
 {
-	x->base.flavor->read_unlock();
+	ct_writer_read_unlock(&x->base);
 }
 
 /*

@@ -59,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../rcu-reg.h"
 #include "trie-path.h"
 #include "trie-sample.h"
 
@@ -116,7 +117,7 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 		err = ct_t_insert(tr, n, NULL, false);
 		if (err != -ENOSPC)
 			return err;
-		t->flavor->read_lock();
+		ct_writer_read_lock(t);
 		v = ct_t_sample(tr, rank, arg, &offered);
 		if (v) {
 			ct_key_str(&v->ct_key, sv);
@@ -133,7 +134,7 @@ int ct_trie_insert_evict(struct conntab *t, struct conntab_node *n,
 				err = -ENOENT;
 			}
 		}
-		t->flavor->read_unlock();
+		ct_writer_read_unlock(t);
 		/*
 		 * A sample that met no node at all, at the cap, raced with
 		 * removals that emptied the table after our insert found it

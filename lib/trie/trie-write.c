@@ -1126,7 +1126,7 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 	int err;
 
 	ins.L = ct_key_str(&n->ct_key, s) * 8;
-	tr->base.flavor->read_lock();
+	ct_writer_read_lock(&tr->base);
 	do {
 		ins.fix = false;
 		err = ct_t_insert_fast(&ins);
@@ -1137,7 +1137,7 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		if (ins.fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
-	tr->base.flavor->read_unlock();
+	ct_writer_read_unlock(&tr->base);
 	/* A recycle replaces a counted node, and so does an eviction. */
 	if (!err && !held && !(recycled && *recycled))
 		ct_t_count(tr, 1, 0);	/* linked ESTABLISHED (lib/conntab.c) */
@@ -1405,7 +1405,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 
 	ct_key_str(&n->ct_key, s);
 	ct_t_prefetch_root(tr, s);	/* its miss overlaps the read lock */
-	tr->base.flavor->read_lock();
+	ct_writer_read_lock(&tr->base);
 	for (;;) {
 		fix = false;
 		err = ct_t_remove1(tr, n, s, evict, counted, &fix);
@@ -1416,7 +1416,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 		if (!evict)
 			ct_node_wait_evict(n, &tr->base);
 	}
-	tr->base.flavor->read_unlock();
+	ct_writer_read_unlock(&tr->base);
 	return err;
 }
 
@@ -1478,9 +1478,9 @@ int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 	int err;
 
 	ct_key_str(&est->ct_key, s);
-	t->flavor->read_lock();
+	ct_writer_read_lock(t);
 	while ((err = ct_t_timewait1(ct_trie(t), est, tw, s)) == -EAGAIN)
 		ct_node_wait_evict(est, t);
-	t->flavor->read_unlock();
+	ct_writer_read_unlock(t);
 	return err;
 }
