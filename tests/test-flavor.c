@@ -16,7 +16,11 @@
  * library's debug checks, that a writer inside a read-side critical
  * section of an unregistered thread stops with a message, as does, under
  * QSBR, one on an offline thread with a flavor the library cannot
- * identify.
+ * identify. And the exthash and trie writers' inline read lock
+ * (lib/rcu-reg.h): that it replaces the flavor's calls where configure
+ * built it, that a grace period sleeps waiting for a writer inside it
+ * and is woken by its unlock, and that it nests inside the
+ * application's read-side critical section without ending it.
  */
 #if defined(T_FLAVOR_MEMB)
 # include <urcu.h>
@@ -59,6 +63,15 @@
 #include <time.h>
 
 #include "common.h"
+
+#ifdef HAVE_CONFIG_H
+# include "config.h"	/* CT_URCU_INLINE_READ_LOCK */
+#endif
+#ifndef T_FLAVOR_BP
+/* The flavor's grace-period state: its futex tells a sleeping one. */
+# include <urcu/static/urcu-common.h>
+extern struct urcu_gp rcu_gp;	/* urcu_<flavor>_gp, by urcu/map */
+#endif
 
 #ifndef conntab_create
 # error "conntab_create() must be the flavor macro after a urcu header"
@@ -736,6 +749,212 @@ START_TEST(unregistered_evict)
 END_TEST
 
 /*
+ * The exthash and trie writers take the read lock inline where configure
+ * enabled it (lib/rcu-reg.h): a table whose flavor is rcu_flavor with
+ * read_lock and read_unlock wrapped (still identified: register_thread
+ * is liburcu's) sees no call of them from those writers on this
+ * registered thread, except under bp, which they call as before; where
+ * the inline lock is not built, they call it for every insert and
+ * remove. Calls and returns pair up on every backend.
+ */
+static unsigned long wl_locks, wl_unlocks;
+static void (*wl_read_lock)(void), (*wl_read_unlock)(void);
+
+static void wl_count_lock(void)
+{
+	wl_locks++;
+	wl_read_lock();
+}
+
+static void wl_count_unlock(void)
+{
+	wl_unlocks++;
+	wl_read_unlock();
+}
+
+START_TEST(writer_lock_inline)
+{
+	enum { N = 256 };
+	struct rcu_flavor_struct fl = rcu_flavor;
+	struct conntab_config cfg = { .backend = B, .flavor = &fl,
+				       .hash = t_hash };
+	struct tconn *c = calloc(N, sizeof(*c));
+	bool locking = B == CONNTAB_EXTHASH || B == CONNTAB_TRIE;
+	struct conntab_key k;
+	struct conntab *t;
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(c);
+	wl_read_lock = fl.read_lock;
+	wl_read_unlock = fl.read_unlock;
+	fl.read_lock = wl_count_lock;
+	fl.read_unlock = wl_count_unlock;
+	wl_locks = wl_unlocks = 0;
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	for (i = 0; i < N; i++) {
+		conntab_node_init(&c[i].node);
+		t_key(&k, i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+	}
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	ck_assert_uint_eq(wl_locks, wl_unlocks);
+#if defined(CT_URCU_INLINE_READ_LOCK) && !defined(T_FLAVOR_BP)
+	ck_assert_msg(!locking || !wl_locks, "%s: %lu read_lock calls from "
+		      "%d inserts and removes with the inline read lock", BN,
+		      wl_locks, 2 * N);
+#else
+	ck_assert_msg(!locking || wl_locks >= 2 * N, "%s: %lu read_lock "
+		      "calls from %d inserts and removes", BN, wl_locks,
+		      2 * N);
+#endif
+	printf("%s/%s: writers called read_lock %lu times for %d writes\n",
+	       FLAVOR, BN, wl_locks, 2 * N);
+	t_offline();
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	t_online();
+	free(c);
+}
+END_TEST
+
+#ifndef T_FLAVOR_BP
+/*
+ * A grace period waits for a writer inside its read lock, inline or not,
+ * on a thread the application registered, and the writer's unlock wakes
+ * it. The eviction's rank callback runs under the exthash and trie
+ * writers' read lock: the first one starts synchronize_rcu() on another
+ * thread and returns only once that grace period has gone to sleep on
+ * its futex waiting for this thread (-1), or has ended, which fails.
+ * Then the writer's unlock must wake it (memb, mb, signal: the join
+ * would hang), or, under QSBR, whose read lock is nothing, this thread's
+ * next quiescent state.
+ */
+static struct probe gw_probe;
+
+static int t_gp_sleeping(const struct probe *p)
+{
+	while (!__atomic_load_n(&p->gp_done, __ATOMIC_ACQUIRE)) {
+		if (uatomic_read(&rcu_gp.futex) == -1)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static long gw_rank(struct conntab_node *n, void *arg)
+{
+	struct probe *p = arg;
+
+	if (p->armed) {
+		p->armed = 0;
+		if (pthread_create(&p->th, NULL, gp_main, p))
+			abort();
+		p->started = 1;
+		p->gp_blocked = t_gp_sleeping(p);
+	}
+	return t_conn_of(n)->rank;
+}
+#endif
+
+START_TEST(writer_lock_gp_waits)
+{
+#ifndef T_FLAVOR_BP
+	struct conntab_config cfg = { .backend = B, .hash = t_hash,
+				       .max_entries = EV_CAP };
+	struct probe *p = &gw_probe;
+	struct conntab_node *ev;
+	struct conntab_key k;
+	struct conntab *t;
+	struct tconn *c;
+	uint32_t i;
+
+	if (B != CONNTAB_EXTHASH && B != CONNTAB_TRIE)
+		return;		/* their writers take no read lock */
+	c = calloc(EV_CAP + 1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	memset(p, 0, sizeof(*p));
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	for (i = 0; i <= EV_CAP; i++) {
+		conntab_node_init(&c[i].node);
+		c[i].rank = i;
+		t_key(&k, i);
+		p->armed = i == EV_CAP;		/* the first eviction */
+		ck_assert_int_eq(conntab_insert_evict(t, &c[i].node, &k,
+						      gw_rank, p, &ev), 0);
+		ck_assert(!ev == (i < EV_CAP));
+	}
+	ck_assert(p->started);
+	t_quiescent();		/* QSBR: what lets the grace period end */
+	pthread_join(p->th, NULL);
+	ck_assert_msg(p->gp_blocked, "%s: a grace period ended while a "
+		      "writer ranked a sample under its read lock", BN);
+	ck_assert(p->gp_done);
+	t_offline();
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	t_online();
+	free(c);
+#endif
+}
+END_TEST
+
+/*
+ * The writers' read lock nests inside the application's (memb, mb,
+ * signal; QSBR has no read-side section to nest in): a grace period that
+ * found this thread in its own section sleeps, a write in between takes
+ * and drops the read lock inline without leaving the outer section (the
+ * grace period still sleeps, its futex untouched), and the application's
+ * unlock, liburcu's code, wakes it.
+ */
+START_TEST(writer_lock_nested)
+{
+#if !defined(T_FLAVOR_BP) && !defined(T_FLAVOR_QSBR)
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct probe *p = &gw_probe;
+	struct conntab_key k;
+	struct conntab *t;
+	struct tconn *c;
+	uint32_t i;
+
+	if (B != CONNTAB_EXTHASH && B != CONNTAB_TRIE)
+		return;		/* their writers take no read lock */
+	c = calloc(64, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	memset(p, 0, sizeof(*p));
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	rcu_read_lock();
+	ck_assert_int_eq(pthread_create(&p->th, NULL, gp_main, p), 0);
+	ck_assert_msg(t_gp_sleeping(p), "%s: a grace period ended inside "
+		      "a read-side critical section", BN);
+	for (i = 0; i < 64; i++) {
+		conntab_node_init(&c[i].node);
+		t_key(&k, i);
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k), 0);
+	}
+	for (i = 0; i < 64; i += 2)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	ck_assert(rcu_read_ongoing());
+	ck_assert_msg(uatomic_read(&rcu_gp.futex) == -1 &&
+		      !__atomic_load_n(&p->gp_done, __ATOMIC_ACQUIRE),
+		      "%s: a write inside a read-side critical section woke "
+		      "the grace period waiting for it", BN);
+	rcu_read_unlock();
+	pthread_join(p->th, NULL);
+	ck_assert(p->gp_done);
+	for (i = 1; i < 64; i += 2)
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+#endif
+}
+END_TEST
+
+/*
  * conntab_remove_key() looks its key up under the flavor's read lock on
  * every backend, chained and split too, whose other writers take none:
  * the calling thread must be counted for that lookup, or a node it
@@ -1019,12 +1238,13 @@ int main(void)
 		writer_threads, unregistered_churn, unregistered_evict,
 		reader_rule_abort, unidentified_flavor,
 		remove_key_unregistered, reader_check_abort,
+		writer_lock_inline, writer_lock_gp_waits, writer_lock_nested,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 10, 60);
+	t_add_backend_cases(s, per_backend, 13, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;
