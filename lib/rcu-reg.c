@@ -98,9 +98,10 @@ void ct_rl_wake(const struct ct_reg_family *fam)
 	const struct ct_reg_sync *sync = &fam->sync;
 	int32_t *f = &sync->gp->futex;
 
-	if (uatomic_read(f) != -1)
+	/* uatomic_read() and uatomic_set(): relaxed, as in the lock */
+	if (__atomic_load_n(f, __ATOMIC_RELAXED) != -1)
 		return;
-	uatomic_set(f, 0);
+	__atomic_store_n(f, 0, __ATOMIC_RELAXED);
 	if (syscall(SYS_futex, f, FUTEX_WAKE, 1, NULL, NULL, 0) < 0 &&
 	    errno == ENOSYS)
 		(void)sync->compat_futex(f, FUTEX_WAKE, 1, NULL, NULL, 0);

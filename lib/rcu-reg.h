@@ -318,8 +318,14 @@ static inline void ct_writer_read_unlock(const struct conntab *t)
 			ct_rl_slave(barrier_ok);
 			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
 			ct_rl_slave(barrier_ok);
-			/* urcu_common_wake_up_gp(): a sleeping grace period */
-			if (caa_unlikely(uatomic_read(&gp->futex) == -1))
+			/*
+			 * urcu_common_wake_up_gp(): a sleeping grace period.
+			 * Its uatomic_read() is a volatile load; relaxed
+			 * here, the same load, and one ThreadSanitizer
+			 * sees as atomic where two writers race to wake.
+			 */
+			if (caa_unlikely(__atomic_load_n(&gp->futex,
+					 __ATOMIC_RELAXED) == -1))
 				ct_rl_wake(t->reg);
 		} else {
 			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
