@@ -28,8 +28,8 @@ struct ct_reg_family;
  * Thread-local state of the library (a writer's counter shard, the
  * eviction sampler's random state): initial-exec, so that reading it is
  * one %fs-relative load instead of a __tls_get_addr() call (11
- * instructions, twice per trie remove). 36 bytes in all (rcu-reg.h's
- * cache is 24 of them): glibc keeps a static TLS surplus for dlopen()ed
+ * instructions, twice per trie remove). 56 bytes in all (rcu-reg.h's
+ * cache is 32 of them): glibc keeps a static TLS surplus for dlopen()ed
  * libraries (hundreds of bytes) that holds them.
  */
 #define CT_TLS	__thread __attribute__((tls_model("initial-exec")))
