@@ -56,10 +56,10 @@ struct conntab {
 	ct_lookup_fn lookup;		/* ops->read[hash].lookup */
 	ct_batch_fn lookup_batch;	/* ops->read[hash].lookup_batch */
 	/*
-	 * conntab_insert() past its argument checks: chained's own path for
-	 * the table's hash, else the front end's generic one. One jump,
-	 * where comparing the backend and then the hash was five
-	 * instructions of every insert.
+	 * conntab_insert() past its argument checks: the backend's own path
+	 * for the table's hash (ops->insert_key), else the front end's
+	 * generic one. One jump, where comparing the backend and then the
+	 * hash was five instructions of every insert.
 	 */
 	ct_insert_fn insert;
 	const struct conntab_ops *ops;

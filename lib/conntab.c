@@ -487,7 +487,7 @@ CONNTAB_API int conntab_insert(struct conntab *t, struct conntab_node *n,
 {
 	if (__builtin_expect(!t || !n || !key || !ct_key_valid(key), 0))
 		return -EINVAL;
-	return t->insert(t, n, key);	/* ct_insert_generic() or chained's */
+	return t->insert(t, n, key);	/* ops->insert_key[], or generic */
 }
 
 CONNTAB_API int conntab_insert_recycle(struct conntab *t,

@@ -1370,7 +1370,6 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 	return true;
 }
 
-/* Insert, or with @rank insert_evict: the two share everything else. */
 /*
  * Writer: the end of an insert into the chain of @o (the segment that
  * carries its counts) under @s's lock: apply @d, grow, unlock, help a
@@ -1388,6 +1387,7 @@ xh_insert_end(struct ct_exthash *x, struct ct_xseg *s, struct ct_xseg *o,
 	xh_read_unlock(x);
 }
 
+/* Insert, or with @rank insert_evict: the two share everything else. */
 static int xh_insert_common(struct conntab *t, struct conntab_node *n,
 			    struct conntab_node **recycled, ct_rank_fn rank,
 			    void *arg, struct conntab_node **evicted)

@@ -319,9 +319,9 @@ static inline void split_seq_end(struct ct_stripe *s)
 }
 
 /* Insert @n, its stripe @s held; -ENOSPC only once the key is absent. */
-static inline __attribute__((always_inline)) int split_insert_locked(struct conntab *t, struct ct_stripe *s,
-			       struct conntab_node *n,
-			       struct conntab_node **recycled)
+static inline __attribute__((always_inline)) int
+split_insert_locked(struct conntab *t, struct ct_stripe *s,
+		    struct conntab_node *n, struct conntab_node **recycled)
 {
 	struct ct_split *sp = ct_split(t);
 	uint32_t h = n->ct_hash;
