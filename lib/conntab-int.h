@@ -417,6 +417,16 @@ int ct_insert_generic(struct conntab *t, struct conntab_node *n,
 		      const struct conntab_key *key);
 int ct_remove_uncounted(struct conntab *t, struct conntab_node *n);
 
+/*
+ * The rest of a backend's own insert (or remove) of @n once its first try
+ * met a node that another writer step holds (CT_ECLAIMED, P2): wait with
+ * no lock held and try again through ops->insert (ops->remove), as the
+ * front end's path does, until the answer is another. Out of line, so
+ * that the backends' paths keep no retry state (lib/conntab.c).
+ */
+int ct_insert_wait(struct conntab *t, struct conntab_node *n);
+int ct_remove_wait(struct conntab *t, struct conntab_node *n);
+
 /* Claim the linked node @n of @t (P1); false if not in @t or claimed. */
 static inline bool ct_node_claim_linked(struct conntab_node *n,
 					const struct conntab *t)

@@ -856,6 +856,32 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 	return 0;
 }
 
+__attribute__((noinline)) int ct_insert_wait(struct conntab *t,
+					     struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	do {
+		ct_spin_pause(&spins);
+		err = t->ops->insert(t, n, NULL);
+	} while (err == CT_ECLAIMED);
+	return err;
+}
+
+__attribute__((noinline)) int ct_remove_wait(struct conntab *t,
+					     struct conntab_node *n)
+{
+	unsigned int spins = 0;
+	int err;
+
+	do {
+		ct_spin_pause(&spins);
+		err = t->ops->remove(t, n, false);
+	} while (err == CT_ECLAIMED);
+	return err;
+}
+
 /*
  * Remove @n, on a counted thread: a pair whole, a single node by the
  * backend, retried while another writer step holds it (P2).
@@ -863,15 +889,13 @@ static int ct_remove_pair(struct conntab *t, struct conntab_node *n)
 static inline __attribute__((always_inline)) int
 ct_remove_node(struct conntab *t, struct conntab_node *n)
 {
-	unsigned int spins = 0;
 	int err;
 
 	/* Stable while n is in t: set before it was linked. */
 	if (n->ct_peer)
 		return ct_remove_pair(t, n);
-	while ((err = t->ops->remove(t, n, false)) == CT_ECLAIMED)
-		ct_spin_pause(&spins);
-	return err;
+	err = t->ops->remove(t, n, false);
+	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 
 __attribute__((noinline, cold)) int

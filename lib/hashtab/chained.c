@@ -445,12 +445,9 @@ static int chained_remove(struct conntab *t, struct conntab_node *n,
 
 static int chained_remove_single(struct conntab *t, struct conntab_node *n)
 {
-	unsigned int spins = 0;
-	int err;
+	int err = chained_remove_inline(t, n, false);
 
-	while ((err = chained_remove_inline(t, n, false)) == CT_ECLAIMED)
-		ct_spin_pause(&spins);
-	return err;
+	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 
 static int chained_timewait(struct conntab *t, struct conntab_node *est,

@@ -1437,24 +1437,6 @@ static int xh_insert_evict(struct conntab *t, struct conntab_node *n,
 }
 
 /*
- * The rest of xh_insert_key() once another writer step held a node of
- * @n's key (CT_ECLAIMED): wait for it with no lock held, and try again.
- * Out of line, so that the insert's path keeps no retry state.
- */
-static __attribute__((noinline)) int xh_insert_wait(struct conntab *t,
-						    struct conntab_node *n)
-{
-	unsigned int spins = 0;
-	int err;
-
-	do {
-		ct_spin_pause(&spins);
-		err = xh_insert(t, n, NULL);
-	} while (err == CT_ECLAIMED);
-	return err;
-}
-
-/*
  * conntab_insert() for a key of hash @h, arguments checked (ops->
  * insert_key): the front end's claim and this backend's insert in one
  * function, as chained_insert_key() is chained's. On a thread the flavor
@@ -1489,7 +1471,7 @@ xh_insert_key(struct conntab *t, struct conntab_node *n,
 	err = ct_chain_insert_locked(t, head, n, NULL, &d);
 	xh_insert_end(x, s, o, &d);
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
-		err = xh_insert_wait(t, n);
+		err = ct_insert_wait(t, n);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -1577,14 +1559,12 @@ static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
  */
 static int xh_remove_single(struct conntab *t, struct conntab_node *n)
 {
-	unsigned int spins = 0;
 	int err;
 
 	if (__builtin_expect(!ct_writer_counted(t), 0))
 		return ct_remove_uncounted(t, n);
-	while ((err = xh_remove_inline(t, n, false)) == CT_ECLAIMED)
-		ct_spin_pause(&spins);
-	return err;
+	err = xh_remove_inline(t, n, false);
+	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 
 static int xh_timewait(struct conntab *t, struct conntab_node *est,

@@ -374,24 +374,6 @@ static int split_insert(struct conntab *t, struct conntab_node *n,
 }
 
 /*
- * The rest of split_insert_key() once another writer step held a node of
- * @n's key (CT_ECLAIMED): wait for it with no lock held, and try again.
- * Out of line, so that the insert's path keeps no retry state.
- */
-static __attribute__((noinline)) int split_insert_wait(struct conntab *t,
-						       struct conntab_node *n)
-{
-	unsigned int spins = 0;
-	int err;
-
-	do {
-		ct_spin_pause(&spins);
-		err = split_insert(t, n, NULL);
-	} while (err == CT_ECLAIMED);
-	return err;
-}
-
-/*
  * conntab_insert() for a key of hash @h, arguments checked (ops->
  * insert_key; split's writers need no counted thread): the front end's
  * claim and this backend's insert in one function, as chained's, the
@@ -414,7 +396,7 @@ split_insert_key(struct conntab *t, struct conntab_node *n,
 	err = split_insert_locked(t, s, n, NULL);
 	ct_unlock_stripe(s);
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
-		err = split_insert_wait(t, n);
+		err = ct_insert_wait(t, n);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -797,12 +779,9 @@ static int split_remove(struct conntab *t, struct conntab_node *n,
  */
 static int split_remove_single(struct conntab *t, struct conntab_node *n)
 {
-	unsigned int spins = 0;
-	int err;
+	int err = split_remove_inline(t, n, false);
 
-	while ((err = split_remove_inline(t, n, false)) == CT_ECLAIMED)
-		ct_spin_pause(&spins);
-	return err;
+	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 
 static int split_timewait(struct conntab *t, struct conntab_node *est,

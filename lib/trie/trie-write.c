@@ -1162,7 +1162,6 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
 		       const struct conntab_key *key)
 {
-	unsigned int spins = 0;
 	int err;
 
 	if (__builtin_expect(!ct_writer_counted(t), 0))
@@ -1170,9 +1169,9 @@ int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
 	ct_trie_prefetch(t, key, 0);
 	if (!ct_node_claim_key(n, t, key, 0))
 		return -EBUSY;
-	while ((err = ct_t_insert(ct_trie(t), n, NULL, false)) ==
-	       CT_ECLAIMED)
-		ct_spin_pause(&spins);
+	err = ct_t_insert(ct_trie(t), n, NULL, false);
+	if (__builtin_expect(err == CT_ECLAIMED, 0))
+		err = ct_insert_wait(t, n);
 	if (err)
 		ct_node_release(n);
 	return err;
@@ -1432,14 +1431,12 @@ int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed)
  */
 int ct_trie_remove_single(struct conntab *t, struct conntab_node *n)
 {
-	unsigned int spins = 0;
 	int err;
 
 	if (__builtin_expect(!ct_writer_counted(t), 0))
 		return ct_remove_uncounted(t, n);
-	while ((err = ct_t_remove(ct_trie(t), n, false, true)) == CT_ECLAIMED)
-		ct_spin_pause(&spins);
-	return err;
+	err = ct_t_remove(ct_trie(t), n, false, true);
+	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 
 static int ct_t_timewait1(struct ct_trie *tr, struct conntab_node *est,
