@@ -12,17 +12,30 @@
 /* Stripes: as many as buckets up to 1024 (64 KiB of lines, ~1/cpu^2 contention). */
 #define CT_MAX_STRIPES	1024
 
+/*
+ * Test before test-and-set, for a lock word of any width: one body for
+ * ct_spin_lock()'s word and ct_spin_lock8()'s byte.
+ */
+#define CT_SPIN_LOCK_WAIT(l)						\
+	do {								\
+		unsigned int spins = 0;					\
+									\
+		for (;;) {						\
+			while (__atomic_load_n(l, __ATOMIC_RELAXED))	\
+				ct_spin_pause(&spins);			\
+			if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) \
+				return;					\
+		}							\
+	} while (0)
+
 void ct_spin_lock_wait(uint32_t *l)
 {
-	unsigned int spins = 0;
+	CT_SPIN_LOCK_WAIT(l);
+}
 
-	for (;;) {
-		/* Test before test-and-set. */
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			ct_spin_pause(&spins);
-		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-			return;
-	}
+void ct_spin_lock8_wait(uint8_t *l)
+{
+	CT_SPIN_LOCK_WAIT(l);
 }
 
 int ct_locks_init(struct ct_locks *lk, size_t want)

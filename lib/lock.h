@@ -92,6 +92,23 @@ static inline void ct_spin_unlock(uint32_t *l)
 	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * The same lock in a byte, for locks that live in a structure's spare
+ * byte (a trie's sparse node): wait out of line, as above.
+ */
+void ct_spin_lock8_wait(uint8_t *l);
+
+static inline void ct_spin_lock8(uint8_t *l)
+{
+	if (__builtin_expect(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE), 0))
+		ct_spin_lock8_wait(l);
+}
+
+static inline void ct_spin_unlock8(uint8_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 /* One attempt; true if the lock is now held (deadlock-free in any order). */
 static inline bool ct_spin_trylock(uint32_t *l)
 {

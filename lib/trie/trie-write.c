@@ -17,20 +17,6 @@
 #include "trie-build.h"
 #include "trie-path.h"
 
-/* The lock byte was taken: wait for it (ct_t_lock8()). */
-void ct_t_lock8_wait(uint8_t *l)
-{
-	unsigned int spins = 0;
-
-	for (;;) {
-		/* Test before test-and-set. */
-		while (__atomic_load_n(l, __ATOMIC_RELAXED))
-			ct_spin_pause(&spins);
-		if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-			return;
-	}
-}
-
 /* The slot was locked, or changed under the first try (ct_t_slot_lock()). */
 void ct_t_slot_lock_wait(uintptr_t *slot)
 {
@@ -55,7 +41,7 @@ void ct_hold_lock(struct ct_trie *tr, const struct ct_thold *h)
 	if (!h->at.in)
 		ct_spin_lock(&tr->root_lock);
 	else if (ct_t_isk(h->at.in))
-		ct_t_lock8(&h->at.in->lock);
+		ct_spin_lock8(&h->at.in->lock);
 	else
 		for (j = 0; j < h->m; j++)	/* increasing index */
 			ct_t_slot_lock(ct_hold_slot(h, j));
@@ -68,7 +54,7 @@ void ct_hold_unlock(struct ct_trie *tr, const struct ct_thold *h)
 	if (!h->at.in)
 		ct_spin_unlock(&tr->root_lock);
 	else if (ct_t_isk(h->at.in))
-		ct_t_unlock8(&h->at.in->lock);
+		ct_spin_unlock8(&h->at.in->lock);
 	else
 		for (j = h->m; j-- > 0;)
 			ct_t_slot_unlock(ct_hold_slot(h, j));
@@ -320,7 +306,7 @@ static int ct_klock(struct ct_trie *tr, const struct ct_tpath *pa,
 		ct_hold_unlock(tr, &kl->h);
 		return -EAGAIN;
 	}
-	ct_t_lock8(&kl->x->lock);
+	ct_spin_lock8(&kl->x->lock);
 	kl->c0 = ct_hold_class(&kl->h, (uintptr_t)kl->x);
 	return 0;
 }
@@ -337,7 +323,7 @@ static void ct_kunlock(struct ct_trie *tr, struct ct_klock *kl, bool counted,
 	if (!counted)
 		ct_hold_reclass(&kl->h, kl->c0, ct_hold_class(&kl->h, now));
 	ct_t_note_fix(&kl->h, fix);
-	ct_t_unlock8(&kl->x->lock);
+	ct_spin_unlock8(&kl->x->lock);
 	ct_hold_unlock(tr, &kl->h);
 }
 
@@ -817,7 +803,7 @@ ct_t_fast_lock(const struct ct_tfast *f)
 		ct_t_slot_unlock(f->slot);
 		return false;
 	}
-	ct_t_lock8(&f->x->lock);
+	ct_spin_lock8(&f->x->lock);
 	return true;
 }
 
@@ -825,7 +811,7 @@ ct_t_fast_lock(const struct ct_tfast *f)
 static inline __attribute__((always_inline)) void
 ct_t_fast_drop(const struct ct_tfast *f)
 {
-	ct_t_unlock8(&f->x->lock);
+	ct_spin_unlock8(&f->x->lock);
 	ct_t_slot_unlock(f->slot);
 }
 
@@ -861,7 +847,7 @@ ct_t_fast_unlock(const struct ct_tfast *f, bool moves, enum ct_class c0,
 			*fix = ct_d_wants_resize(f->d);
 		}
 	}
-	ct_t_unlock8(&f->x->lock);
+	ct_spin_unlock8(&f->x->lock);
 	ct_t_slot_unlock(f->slot);
 }
 
@@ -1199,7 +1185,7 @@ static int ct_k_lock_place(struct ct_trie *tr, const struct ct_tpath *pa,
 		ct_kunlock(tr, kp, false, fix);
 		return -EAGAIN;
 	}
-	ct_t_lock8(&kl->x->lock);
+	ct_spin_lock8(&kl->x->lock);
 	return 0;
 }
 
@@ -1208,7 +1194,7 @@ static void ct_k_unlock_place(struct ct_trie *tr, struct ct_klock *kl,
 			      bool *fix)
 {
 	if (pk) {
-		ct_t_unlock8(&kl->x->lock);
+		ct_spin_unlock8(&kl->x->lock);
 		ct_kunlock(tr, kp, false, fix);
 	} else {
 		ct_kunlock(tr, kl, counted, fix);

@@ -471,27 +471,15 @@ static inline struct ct_trie *ct_trie(struct conntab *t)
 }
 
 /*
- * Writer locks (lib/lock.h for the word lock of the root): a byte in a
- * sparse node, bit 1 of each slot of a dense node. One exchange (or
- * compare-and-swap) inline; the wait is a call (lib/trie/trie-mem.c), as
- * ct_spin_lock()'s is, so that the writers' fast paths keep no registers
- * saved around a loop with a yield in it: inline, the wait made the
- * insert's fast path spill its key vector around x's lock (ct-icount,
- * trie, 256K).
+ * Writer locks (lib/lock.h for the word lock of the root and the byte
+ * lock of a sparse node, ct_spin_lock8()): bit 1 of each slot of a dense
+ * node. One compare-and-swap inline; the wait is a call
+ * (lib/trie/trie-write.c), as ct_spin_lock()'s is, so that the writers'
+ * fast paths keep no registers saved around a loop with a yield in it:
+ * inline, the wait made the insert's fast path spill its key vector
+ * around x's lock (ct-icount, trie, 256K).
  */
-void ct_t_lock8_wait(uint8_t *l);
 void ct_t_slot_lock_wait(uintptr_t *slot);
-
-static inline void ct_t_lock8(uint8_t *l)
-{
-	if (__builtin_expect(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE), 0))
-		ct_t_lock8_wait(l);
-}
-
-static inline void ct_t_unlock8(uint8_t *l)
-{
-	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
 
 static inline void ct_t_slot_lock(uintptr_t *slot)
 {
@@ -524,7 +512,7 @@ static inline void ct_t_lock_node(struct ct_tnode *x)
 	uint32_t i;
 
 	if (ct_t_isk(x))
-		ct_t_lock8(&x->lock);
+		ct_spin_lock8(&x->lock);
 	else
 		for (i = 0; i < (1u << x->w); i++)	/* increasing index */
 			ct_t_slot_lock(&ct_d(x)->kid[i]);
@@ -535,7 +523,7 @@ static inline void ct_t_unlock_node(struct ct_tnode *x)
 	uint32_t i;
 
 	if (ct_t_isk(x))
-		ct_t_unlock8(&x->lock);
+		ct_spin_unlock8(&x->lock);
 	else
 		for (i = 1u << x->w; i-- > 0;)
 			ct_t_slot_unlock(&ct_d(x)->kid[i]);
