@@ -32,6 +32,21 @@
  * need its first level as wide as the chained table's bucket array,
  * with nodes for the keys that share a slot: 21.9 B/entry at 1M
  * (doc/performance.md), over the 16 the trie is held to.
+ *
+ * And the shape of CONNTAB_EXTHASH, chains hung from 8-byte heads:
+ *
+ *  - xchain: the key's head word in an array of N (one node a head, the
+ *    load exthash holds at 1M: 9.25 B/entry), then each node of its
+ *    chain up to the key's, the keys hashed at random, so that chains
+ *    are as long as a keyed hash makes them (Poisson of mean 1: a hit
+ *    reads 1.5 nodes on average). chain's bucket word is the same word
+ *    with no collision: what chained's line of tagged slots gets for a
+ *    hit, whose tags skip the other keys of its bucket without reading
+ *    their nodes. So xchain / chain is the least that chains from
+ *    heads pay over chained's slots at the same N, and an exthash that
+ *    is to come nearer chained needs lines of slots, which its memory
+ *    target (12 B/entry, 5.3 nodes a line of 6) overflows
+ *    (doc/performance.md, issue 38).
  */
 #include "config.h"
 
@@ -47,7 +62,8 @@
 
 struct shape_line {
 	uint64_t key;
-	char pad[B_LINE - sizeof(uint64_t)];
+	struct shape_line *next;	/* xchain: the next node of its chain */
+	char pad[B_LINE - sizeof(uint64_t) - sizeof(void *)];
 };
 
 /* A sparse node of SHAPE_FANOUT entries, at the trie's size for that. */
@@ -61,10 +77,13 @@ struct shape_node {
 struct shape {
 	size_t n, mask;
 	unsigned int bits;		/* n = 2^bits */
+	uint64_t seed;			/* xchain's hash */
 	struct shape_line *lines;
-	struct shape_line **bucket;
+	struct shape_line **bucket, **head;
 	struct shape_node **root, **nodes;
 };
+
+enum shape_kind { SHAPE_CHAIN, SHAPE_TRIE, SHAPE_XCHAIN, SHAPE_KINDS };
 
 static volatile uintptr_t shape_sink;
 
@@ -84,6 +103,32 @@ static inline size_t shape_slot(const struct shape *sh, size_t k)
 	return (size_t)x;
 }
 
+/*
+ * Key @k's head in xchain: a random function of [0, n) into it (the
+ * splitmix64 finaliser of the key and a seed), not a bijection, so heads
+ * collide as a keyed hash's do.
+ */
+static inline size_t shape_head(const struct shape *sh, size_t k)
+{
+	uint64_t x = k ^ sh->seed;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return (size_t)(x >> (64 - sh->bits));
+}
+
+static void *shape_array(size_t bytes)
+{
+	void *a = ct_array_alloc(bytes);
+
+	if (!a) {
+		fprintf(stderr, "conntab-bench: out of memory\n");
+		exit(1);
+	}
+	return a;
+}
+
 static void shape_build(struct shape *sh, size_t n, uint64_t *rng)
 {
 	size_t i, nn = SHAPE_FANOUT, nodes;
@@ -95,13 +140,11 @@ static void shape_build(struct shape *sh, size_t n, uint64_t *rng)
 	sh->n = nn;
 	sh->mask = nn - 1;
 	nodes = nn / SHAPE_FANOUT;
+	sh->seed = b_rand(rng);
 	sh->lines = b_alloc(nn * sizeof(*sh->lines));
 	/* The library's own allocator of bucket arrays (lib/mem.c). */
-	sh->bucket = ct_array_alloc(nn * sizeof(*sh->bucket));
-	if (!sh->bucket) {
-		fprintf(stderr, "conntab-bench: out of memory\n");
-		exit(1);
-	}
+	sh->bucket = shape_array(nn * sizeof(*sh->bucket));
+	sh->head = shape_array(nn * sizeof(*sh->head));	/* zeroed */
 	sh->root = b_alloc(nodes * sizeof(*sh->root));
 	sh->nodes = b_alloc(nodes * sizeof(*sh->nodes));
 	for (i = 0; i < nodes; i++) {
@@ -130,6 +173,8 @@ static void shape_build(struct shape *sh, size_t n, uint64_t *rng)
 
 		l->key = i;
 		sh->bucket[b] = l;
+		l->next = sh->head[shape_head(sh, i)];
+		sh->head[shape_head(sh, i)] = l;
 		x->val[b % SHAPE_FANOUT] = (uint16_t)(b % SHAPE_FANOUT);
 		x->kid[b % SHAPE_FANOUT] = l;
 	}
@@ -145,11 +190,12 @@ static void shape_free(struct shape *sh)
 	free(sh->nodes);
 	free(sh->root);
 	ct_array_free(sh->bucket, sh->n * sizeof(*sh->bucket));
+	ct_array_free(sh->head, sh->n * sizeof(*sh->head));
 	free(sh->lines);
 }
 
 /*
- * The two shapes' steps. @k is the key; the found line's key is compared
+ * The shapes' steps. @k is the key; the found line's key is compared
  * (a branch), and its pointer returned for the next key to depend on.
  */
 static inline struct shape_line *chain_step(const struct shape *sh,
@@ -176,15 +222,28 @@ static inline struct shape_line *trie_step(const struct shape *sh,
 	return l;
 }
 
+/* Every key is in its chain: the walk stops at it. */
+static inline struct shape_line *xchain_step(const struct shape *sh,
+					     size_t k, size_t *hit)
+{
+	struct shape_line *l = sh->head[shape_head(sh, k)];
+
+	while (l->key != k)
+		l = l->next;
+	++*hit;
+	return l;
+}
+
 /*
- * @trie: which shape; @dep: each key depends on the last pointer found
+ * @kind: which shape; @dep: each key depends on the last pointer found
  * (its top bit, 0 for a user-space pointer, which neither the compiler
  * nor the core can know). ns per lookup. Inlined with both constant:
  * a run-time @dep became a conditional move, which made the independent
  * keys depend on the loads all the same.
  */
 static inline __attribute__((always_inline)) double
-shape_run(const struct shape *sh, bool trie, bool dep, size_t loads)
+shape_run(const struct shape *sh, enum shape_kind kind, bool dep,
+	  size_t loads)
 {
 	uintptr_t d = 0;
 	size_t i, hit = 0;
@@ -192,8 +251,10 @@ shape_run(const struct shape *sh, bool trie, bool dep, size_t loads)
 
 	for (i = 0; i < loads; i++) {
 		size_t k = (i + d) & sh->mask;
-		struct shape_line *l = trie ? trie_step(sh, k, &hit)
-					    : chain_step(sh, k, &hit);
+		struct shape_line *l =
+			kind == SHAPE_TRIE ? trie_step(sh, k, &hit) :
+			kind == SHAPE_XCHAIN ? xchain_step(sh, k, &hit) :
+			chain_step(sh, k, &hit);
 
 		if (dep)
 			d = (uintptr_t)l >> 63;
@@ -207,30 +268,42 @@ shape_run(const struct shape *sh, bool trie, bool dep, size_t loads)
 
 void b_floor_shapes(size_t n)
 {
-	static const char *const name[2][2] = {
-		{ "chain-indep", "chain-dep" }, { "trie-indep", "trie-dep" },
+	static const char *const name[SHAPE_KINDS][2] = {
+		[SHAPE_CHAIN] = { "chain-indep", "chain-dep" },
+		[SHAPE_TRIE] = { "trie-indep", "trie-dep" },
+		[SHAPE_XCHAIN] = { "xchain-indep", "xchain-dep" },
 	};
 	uint64_t rng = b_opts.seed ^ 0x5a4e5a4eull;
-	double v[2][2][64];
+	double v[SHAPE_KINDS][2][64];
 	unsigned int rep;
 	struct shape sh;
 	size_t loads;
-	int trie, dep;
+	int kind, dep;
 
 	b_progress("n=%zu floor shapes", n);
 	shape_build(&sh, n, &rng);
 	loads = sh.n < SHAPE_MAX_LOADS ? sh.n : SHAPE_MAX_LOADS;
-	(void)shape_run(&sh, false, false, loads);	/* fault in, */
-	(void)shape_run(&sh, true, false, loads);	/* warm the TLB */
+	/* Fault in, warm the TLB. */
+	(void)shape_run(&sh, SHAPE_CHAIN, false, loads);
+	(void)shape_run(&sh, SHAPE_TRIE, false, loads);
+	(void)shape_run(&sh, SHAPE_XCHAIN, false, loads);
 	for (rep = 0; rep < b_opts.reps; rep++) {
-		v[0][0][rep] = shape_run(&sh, false, false, loads);
-		v[0][1][rep] = shape_run(&sh, false, true, loads);
-		v[1][0][rep] = shape_run(&sh, true, false, loads);
-		v[1][1][rep] = shape_run(&sh, true, true, loads);
+		v[SHAPE_CHAIN][0][rep] = shape_run(&sh, SHAPE_CHAIN, false,
+						   loads);
+		v[SHAPE_CHAIN][1][rep] = shape_run(&sh, SHAPE_CHAIN, true,
+						   loads);
+		v[SHAPE_TRIE][0][rep] = shape_run(&sh, SHAPE_TRIE, false,
+						  loads);
+		v[SHAPE_TRIE][1][rep] = shape_run(&sh, SHAPE_TRIE, true,
+						  loads);
+		v[SHAPE_XCHAIN][0][rep] = shape_run(&sh, SHAPE_XCHAIN, false,
+						    loads);
+		v[SHAPE_XCHAIN][1][rep] = shape_run(&sh, SHAPE_XCHAIN, true,
+						    loads);
 	}
 	shape_free(&sh);
-	for (trie = 0; trie < 2; trie++)
+	for (kind = 0; kind < SHAPE_KINDS; kind++)
 		for (dep = 0; dep < 2; dep++)
-			b_floor_record(name[trie][dep], "ns/key", n,
-				       v[trie][dep]);
+			b_floor_record(name[kind][dep], "ns/key", n,
+				       v[kind][dep]);
 }

@@ -50,11 +50,20 @@ has '^lookup	lfht-jhash	4096	1	'
 has '^grow-misses	lfht-jhash	4096	1	0	'
 has '^grow-misses	lfht	4096	1	0	'
 has '^# memory B/entry'
-# the shapes' floors, and the trie's targets against chained beside them
+# the shapes' floors, and the backends' targets against chained beside
+# them (issue 38: each backend, its shape's floor on the lookup's line)
 has '^floor	chain-dep	4096	1	'
 has '^floor	trie-indep	4096	1	'
+has '^floor	xchain-indep	4096	1	'
 has '^# lookup trie/chained  *trie .*(shape floors: '
 has '^# remove trie/chained'
+for b in split exthash trie; do
+	for w in lookup batch16 insert remove; do
+		has "^# $w $b/chained  *$b "
+	done
+done
+has '^# lookup exthash/chained  *exthash .*(shape floor [0-9.]*)'
+has '^# memory B/entry  *exthash .*  <= 12 '
 # flood: both tables of a hash backend, and the ratio between them.
 has '^flood-known	chained	4096	1	'
 has '^flood-protection	chained	4096	1	.*	x	'
