@@ -19,8 +19,8 @@
  *    next one's start. Its ratio to 16 streams is what a 16-key call pays
  *    for draining twice.
  *
- * Then the floors of the two shapes of table, chained and trie
- * (bench/shape.c).
+ * Then the floors of the shapes of table, chained's, the trie's and
+ * exthash's, for a lookup, an insert and a remove (bench/shape.c).
  */
 #include "config.h"
 

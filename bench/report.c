@@ -383,14 +383,26 @@ static void targets_trie(size_t n)
 		       4, T_LE, "");
 }
 
+/* "(shape floor R)": floor @shape-@row over chain-@row (bench/shape.c). */
+static void shape_note(char *note, size_t size, const char *shape,
+		       const char *row, size_t n)
+{
+	char a[32], b[32];
+
+	snprintf(a, sizeof(a), "%s-%s", shape, row);
+	snprintf(b, sizeof(b), "chain-%s", row);
+	snprintf(note, size, "(shape floor %.2f)",
+		 value_of("floor", a, n, 1) / value_of("floor", b, n, 1));
+}
+
 /*
  * Issue 38: each backend's time over chained's on the same keys. split
  * and exthash: lookup and burst of 16 at most 1.2x, insert and remove
  * 1.3x, and exthash's memory at most 12 B/entry; the trie: lookup,
- * insert and remove 2x, burst of 16 1.4x. The lookup's note gives the
- * floor of the backend's shape over chained's (bench/shape.c: exthash's
- * chains from heads, the trie's root -> node -> leaf), what the shape
- * alone costs when the code costs nothing.
+ * insert and remove 2x, burst of 16 1.4x. The lookup's, insert's and
+ * remove's notes give the floor of the backend's shape over chained's
+ * (bench/shape.c: exthash's chains from heads, the trie's root -> node
+ * -> leaf), what the shape alone costs when the code costs nothing.
  */
 static void targets_backends(size_t n)
 {
@@ -411,23 +423,18 @@ static void targets_backends(size_t n)
 		if (!find("lookup", b[i].impl, n, 1) &&
 		    !find("insert", b[i].impl, n, 1))
 			continue;
-		note[0] = 0;
-		if (b[i].shape) {
-			char fl[32];
-
-			snprintf(fl, sizeof(fl), "%s-indep", b[i].shape);
-			snprintf(note, sizeof(note), "(shape floor %.2f)",
-				 value_of("floor", fl, n, 1) /
-				 value_of("floor", "chain-indep", n, 1));
-		}
 		for (j = 0; j < sizeof(wl) / sizeof(wl[0]); j++) {
+			note[0] = 0;
+			if (b[i].shape && j != 1)
+				shape_note(note, sizeof(note), b[i].shape,
+					   j == 0 ? "indep" : wl[j], n);
 			snprintf(name, sizeof(name), "%s %s/chained", wl[j],
 				 b[i].impl);
 			target(name, b[i].impl,
 			       value_of(wl[j], b[i].impl, n, 1) /
 			       value_of(wl[j], "chained", n, 1),
 			       j == 0 ? b[i].read : j == 1 ? b[i].batch :
-			       b[i].write, T_LE, j == 0 ? note : "");
+			       b[i].write, T_LE, note);
 		}
 	}
 	if (find("memory", "exthash", n, 1))

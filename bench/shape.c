@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The floor of a table's shape: the loads a lookup of that shape cannot
- * avoid and nothing else, at the table's N (rounded up to a power of two,
+ * avoid and nothing else (and below, an insert's and a remove's), at the table's N (rounded up to a power of two,
  * as both tables size themselves), laid out and allocated as conntab lays
  * them out:
  *
@@ -63,7 +63,8 @@
 struct shape_line {
 	uint64_t key;
 	struct shape_line *next;	/* xchain: the next node of its chain */
-	char pad[B_LINE - sizeof(uint64_t) - sizeof(void *)];
+	uint64_t claim;			/* insert floors: the node's claim */
+	char pad[B_LINE - 2 * sizeof(uint64_t) - sizeof(void *)];
 };
 
 /* A sparse node of SHAPE_FANOUT entries, at the trie's size for that. */
@@ -266,16 +267,329 @@ shape_run(const struct shape *sh, enum shape_kind kind, bool dep,
 	return (double)t0 / (double)loads;
 }
 
+/*
+ * Insert floors (rows chain-insert, trie-insert, xchain-insert): the
+ * loads, locked instructions and stores of each shape's insert and
+ * nothing else, no hash, no key copy, no search, as the insert workload
+ * runs them: N inserts into the empty shape at N, node i (in an array of
+ * nodes in order, as the workload's objects are) taking key i, one
+ * after another. What each shape's insert does, as its backend's fast
+ * path does it:
+ *
+ *  - first the node's claim, a locked RMW on its line (conntab_insert()
+ *    claims the node before it links it), with the place's line
+ *    prefetched before it where its address needs no load;
+ *  - chain: the bucket word (array of N), under a stripe lock (1024
+ *    lines, as chained's), read and stored;
+ *  - trie: the root word (array of N/16) to its 16-entry node, whose
+ *    other lines are prefetched on arrival; the root word's lock bit and
+ *    the node's lock byte (the trie's fast path takes both); the entry
+ *    stored;
+ *  - xchain: the segment's lock (a line per 64 heads), every node of the
+ *    head's chain read (the duplicate check: a chain holds no tags), the
+ *    node pushed at the head.
+ *
+ * A lock's release is a plain release store and the inserts are
+ * independent, so the ratio xchain / chain or trie / chain is the least
+ * that the shape's insert pays over chained's on this machine (at a
+ * load that grows from 0 to one node a head, as the workload's does).
+ */
+struct shape_w {
+	struct shape_line *node;	/* node i gets key i */
+	struct shape_line *stripe;	/* chain's locks: 1024 lines */
+	struct shape_line *seg;		/* xchain's: a line per 64 heads */
+	struct shape_line **bucket, **head;
+	uintptr_t *root;		/* trie: node | 2 (the lock bit) */
+	struct shape_node **nodes;
+};
+
+#define SHAPE_STRIPES	1024
+
+static void shape_w_build(struct shape_w *w, const struct shape *sh,
+			  uint64_t *rng)
+{
+	size_t i, nodes = sh->n / SHAPE_FANOUT;
+	uint32_t *perm;
+
+	w->node = b_alloc(sh->n * sizeof(*w->node));
+	w->stripe = b_alloc(SHAPE_STRIPES * sizeof(*w->stripe));
+	w->seg = b_alloc((sh->n / 64 + 1) * sizeof(*w->seg));
+	w->bucket = shape_array(sh->n * sizeof(*w->bucket));
+	w->head = shape_array(sh->n * sizeof(*w->head));
+	w->root = b_alloc(nodes * sizeof(*w->root));
+	w->nodes = b_alloc(nodes * sizeof(*w->nodes));
+	for (i = 0; i < nodes; i++) {
+		w->nodes[i] = malloc(sizeof(struct shape_node));
+		if (!w->nodes[i]) {
+			fprintf(stderr, "conntab-bench: out of memory\n");
+			exit(1);
+		}
+	}
+	perm = b_alloc(nodes * sizeof(*perm));
+	for (i = 0; i < nodes; i++)
+		perm[i] = (uint32_t)i;
+	b_shuffle32(perm, nodes, rng);
+	for (i = 0; i < nodes; i++)
+		w->root[i] = (uintptr_t)w->nodes[perm[i]];
+	free(perm);
+}
+
+/* Empty again: no node linked, no claim held. */
+static void shape_w_reset(struct shape_w *w, const struct shape *sh)
+{
+	size_t i;
+
+	for (i = 0; i < sh->n; i++) {
+		w->node[i].next = NULL;
+		w->node[i].claim = 0;
+	}
+	memset(w->bucket, 0, sh->n * sizeof(*w->bucket));
+	memset(w->head, 0, sh->n * sizeof(*w->head));
+	for (i = 0; i < sh->n / SHAPE_FANOUT; i++)
+		memset(w->nodes[i], 0, sizeof(struct shape_node));
+}
+
+static void shape_w_free(struct shape_w *w, const struct shape *sh)
+{
+	size_t i;
+
+	for (i = 0; i < sh->n / SHAPE_FANOUT; i++)
+		free(w->nodes[i]);
+	free(w->nodes);
+	free(w->root);
+	ct_array_free(w->head, sh->n * sizeof(*w->head));
+	ct_array_free(w->bucket, sh->n * sizeof(*w->bucket));
+	free(w->seg);
+	free(w->stripe);
+	free(w->node);
+}
+
+static inline void shape_lock(uint64_t *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static inline void shape_unlock(uint64_t *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* The claim: conntab's locked RMW on the node's own line. */
+static inline void shape_claim(struct shape_line *l, size_t k)
+{
+	l->key = k;
+	(void)__atomic_fetch_or(&l->claim, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Each returns 1 if the place already held something (for the sink). */
+static inline size_t chain_insert(const struct shape *sh,
+				  const struct shape_w *w, size_t k)
+{
+	size_t b = shape_slot(sh, k);
+	struct shape_line *l = &w->node[k], *old;
+	uint64_t *lock = &w->stripe[b % SHAPE_STRIPES].key;
+
+	__builtin_prefetch(&w->bucket[b], 1);
+	shape_claim(l, k);
+	shape_lock(lock);
+	old = w->bucket[b];
+	__atomic_store_n(&w->bucket[b], l, __ATOMIC_RELEASE);
+	shape_unlock(lock);
+	return old != NULL;
+}
+
+static inline size_t trie_insert(const struct shape *sh,
+				 const struct shape_w *w, size_t k)
+{
+	size_t b = shape_slot(sh, k), e = b % SHAPE_FANOUT;
+	uintptr_t *r = &w->root[b / SHAPE_FANOUT], p;
+	struct shape_line *l = &w->node[k];
+	struct shape_node *x;
+	size_t old;
+
+	__builtin_prefetch(r, 1);
+	shape_claim(l, k);
+	p = __atomic_load_n(r, __ATOMIC_ACQUIRE);
+	x = (struct shape_node *)(p & ~(uintptr_t)2);
+	__builtin_prefetch((char *)x + B_LINE);
+	__builtin_prefetch((char *)x + 2 * B_LINE);
+	while (!__atomic_compare_exchange_n(r, &p, (uintptr_t)x | 2, true,
+					    __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+		p = (uintptr_t)x;
+	while (__atomic_exchange_n(&x->head[0], 1, __ATOMIC_ACQUIRE))
+		;
+	old = x->val[e];
+	x->val[e] = (uint16_t)e;
+	__atomic_store_n(&x->kid[e], l, __ATOMIC_RELEASE);
+	__atomic_store_n(&x->head[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(r, (uintptr_t)x, __ATOMIC_RELEASE);
+	return old != 0;
+}
+
+static inline size_t xchain_insert(const struct shape *sh,
+				   const struct shape_w *w, size_t k)
+{
+	size_t h = shape_head(sh, k), dup = 0;
+	struct shape_line *l = &w->node[k], *p;
+	uint64_t *lock = &w->seg[h / 64].key;
+
+	__builtin_prefetch(&w->head[h], 1);
+	__builtin_prefetch(lock, 1);
+	shape_claim(l, k);
+	shape_lock(lock);
+	for (p = w->head[h]; p; p = p->next)
+		dup += p->key == k;
+	l->next = w->head[h];
+	__atomic_store_n(&w->head[h], l, __ATOMIC_RELEASE);
+	shape_unlock(lock);
+	return dup;
+}
+
+/*
+ * Removes (rows *-remove): node gone[i], in a random order as the remove
+ * workload's, its key read from its line (a remove knows its node, not
+ * its place), claimed, and taken off its place under the same locks:
+ * chain's bucket word cleared, the trie's entry, the xchain walked from
+ * its head to the node's link, which is changed. Each returns 1 if the
+ * node was not where its key says.
+ */
+static inline size_t chain_remove(const struct shape *sh,
+				  const struct shape_w *w,
+				  struct shape_line *l)
+{
+	size_t k = l->key, b = shape_slot(sh, k), bad;
+	uint64_t *lock = &w->stripe[b % SHAPE_STRIPES].key;
+
+	__builtin_prefetch(&w->bucket[b], 1);
+	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
+	shape_lock(lock);
+	bad = w->bucket[b] != l;
+	__atomic_store_n(&w->bucket[b], NULL, __ATOMIC_RELEASE);
+	shape_unlock(lock);
+	return bad;
+}
+
+static inline size_t trie_remove(const struct shape *sh,
+				 const struct shape_w *w,
+				 struct shape_line *l)
+{
+	size_t k = l->key, b = shape_slot(sh, k), e = b % SHAPE_FANOUT, bad;
+	uintptr_t *r = &w->root[b / SHAPE_FANOUT], p;
+	struct shape_node *x;
+
+	__builtin_prefetch(r, 1);
+	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
+	p = __atomic_load_n(r, __ATOMIC_ACQUIRE);
+	x = (struct shape_node *)(p & ~(uintptr_t)2);
+	__builtin_prefetch((char *)x + B_LINE);
+	__builtin_prefetch((char *)x + 2 * B_LINE);
+	while (!__atomic_compare_exchange_n(r, &p, (uintptr_t)x | 2, true,
+					    __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+		p = (uintptr_t)x;
+	while (__atomic_exchange_n(&x->head[0], 1, __ATOMIC_ACQUIRE))
+		;
+	bad = x->val[e] != e || x->kid[e] != l;
+	__atomic_store_n(&x->kid[e], NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&x->head[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(r, (uintptr_t)x, __ATOMIC_RELEASE);
+	return bad;
+}
+
+static inline size_t xchain_remove(const struct shape *sh,
+				   const struct shape_w *w,
+				   struct shape_line *l)
+{
+	size_t h = shape_head(sh, l->key);
+	uint64_t *lock = &w->seg[h / 64].key;
+	struct shape_line **pp;
+	size_t bad;
+
+	__builtin_prefetch(&w->head[h], 1);
+	__builtin_prefetch(lock, 1);
+	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
+	shape_lock(lock);
+	for (pp = &w->head[h]; *pp && *pp != l; pp = &(*pp)->next)
+		;
+	bad = *pp == NULL;
+	if (!bad)
+		__atomic_store_n(pp, l->next, __ATOMIC_RELEASE);
+	shape_unlock(lock);
+	return bad;
+}
+
+/*
+ * ns per insert of the N keys into the empty shape @kind (*ins), then
+ * per remove of them all in the order @gone (*rem).
+ */
+static void shape_w_run(const struct shape *sh, struct shape_w *w,
+			const uint32_t *gone, enum shape_kind kind,
+			double *ins, double *rem)
+{
+	size_t i, sink = 0;
+	uint64_t t0;
+
+	shape_w_reset(w, sh);
+	t0 = b_now_ns();
+	switch (kind) {
+	case SHAPE_CHAIN:
+		for (i = 0; i < sh->n; i++)
+			sink += chain_insert(sh, w, i);
+		break;
+	case SHAPE_TRIE:
+		for (i = 0; i < sh->n; i++)
+			sink += trie_insert(sh, w, i);
+		break;
+	default:
+		for (i = 0; i < sh->n; i++)
+			sink += xchain_insert(sh, w, i);
+		break;
+	}
+	t0 = b_now_ns() - t0;
+	/* Every key is new, and every slot of the bijections too. */
+	if (sink)
+		b_failed("floor shape: %zu inserts found their key", sink);
+	*ins = (double)t0 / (double)sh->n;
+	t0 = b_now_ns();
+	switch (kind) {
+	case SHAPE_CHAIN:
+		for (i = 0; i < sh->n; i++)
+			sink += chain_remove(sh, w, &w->node[gone[i]]);
+		break;
+	case SHAPE_TRIE:
+		for (i = 0; i < sh->n; i++)
+			sink += trie_remove(sh, w, &w->node[gone[i]]);
+		break;
+	default:
+		for (i = 0; i < sh->n; i++)
+			sink += xchain_remove(sh, w, &w->node[gone[i]]);
+		break;
+	}
+	t0 = b_now_ns() - t0;
+	if (sink)
+		b_failed("floor shape: %zu removes missed their node", sink);
+	*rem = (double)t0 / (double)sh->n;
+}
+
 void b_floor_shapes(size_t n)
 {
-	static const char *const name[SHAPE_KINDS][2] = {
-		[SHAPE_CHAIN] = { "chain-indep", "chain-dep" },
-		[SHAPE_TRIE] = { "trie-indep", "trie-dep" },
-		[SHAPE_XCHAIN] = { "xchain-indep", "xchain-dep" },
+	static const char *const name[SHAPE_KINDS][4] = {
+		[SHAPE_CHAIN] = { "chain-indep", "chain-dep", "chain-insert",
+				  "chain-remove" },
+		[SHAPE_TRIE] = { "trie-indep", "trie-dep", "trie-insert",
+				 "trie-remove" },
+		[SHAPE_XCHAIN] = { "xchain-indep", "xchain-dep",
+				   "xchain-insert", "xchain-remove" },
 	};
 	uint64_t rng = b_opts.seed ^ 0x5a4e5a4eull;
-	double v[SHAPE_KINDS][2][64];
+	double v[SHAPE_KINDS][2][64], vi[SHAPE_KINDS][64];
+	double vr[SHAPE_KINDS][64];
+	uint32_t *gone;
 	unsigned int rep;
+	size_t i;
+	struct shape_w w;
 	struct shape sh;
 	size_t loads;
 	int kind, dep;
@@ -301,9 +615,25 @@ void b_floor_shapes(size_t n)
 		v[SHAPE_XCHAIN][1][rep] = shape_run(&sh, SHAPE_XCHAIN, true,
 						    loads);
 	}
+	shape_w_build(&w, &sh, &rng);
+	gone = b_alloc(sh.n * sizeof(*gone));
+	for (i = 0; i < sh.n; i++)
+		gone[i] = (uint32_t)i;
+	b_shuffle32(gone, sh.n, &rng);
+	for (kind = 0; kind < SHAPE_KINDS; kind++)	/* fault in */
+		shape_w_run(&sh, &w, gone, kind, &vi[kind][0], &vr[kind][0]);
+	for (rep = 0; rep < b_opts.reps; rep++)
+		for (kind = 0; kind < SHAPE_KINDS; kind++)
+			shape_w_run(&sh, &w, gone, kind, &vi[kind][rep],
+				    &vr[kind][rep]);
+	free(gone);
+	shape_w_free(&w, &sh);
 	shape_free(&sh);
-	for (kind = 0; kind < SHAPE_KINDS; kind++)
+	for (kind = 0; kind < SHAPE_KINDS; kind++) {
 		for (dep = 0; dep < 2; dep++)
 			b_floor_record(name[kind][dep], "ns/key", n,
 				       v[kind][dep]);
+		b_floor_record(name[kind][2], "ns/key", n, vi[kind]);
+		b_floor_record(name[kind][3], "ns/key", n, vr[kind]);
+	}
 }

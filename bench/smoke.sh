@@ -55,6 +55,12 @@ has '^# memory B/entry'
 has '^floor	chain-dep	4096	1	'
 has '^floor	trie-indep	4096	1	'
 has '^floor	xchain-indep	4096	1	'
+for s in chain trie xchain; do
+	has "^floor	$s-insert	4096	1	"
+	has "^floor	$s-remove	4096	1	"
+done
+has '^# insert trie/chained  *trie .*(shape floor [0-9.]*)'
+has '^# remove exthash/chained  *exthash .*(shape floor [0-9.]*)'
 has '^# lookup trie/chained  *trie .*(shape floors: '
 has '^# remove trie/chained'
 for b in split exthash trie; do
