@@ -382,6 +382,33 @@ static inline void shape_claim(struct shape_line *l, size_t k)
 	(void)__atomic_fetch_or(&l->claim, 1, __ATOMIC_ACQ_REL);
 }
 
+/*
+ * The trie's two locks, as its fast path takes them: the root word's
+ * lock bit, then the node's lock byte; the node's other lines prefetched
+ * on arrival, as the trie's descent does.
+ */
+static inline struct shape_node *trie_lock(uintptr_t *r)
+{
+	uintptr_t p = __atomic_load_n(r, __ATOMIC_ACQUIRE);
+	struct shape_node *x = (struct shape_node *)(p & ~(uintptr_t)2);
+
+	__builtin_prefetch((char *)x + B_LINE);
+	__builtin_prefetch((char *)x + 2 * B_LINE);
+	while (!__atomic_compare_exchange_n(r, &p, (uintptr_t)x | 2, true,
+					    __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED))
+		p = (uintptr_t)x;
+	while (__atomic_exchange_n(&x->head[0], 1, __ATOMIC_ACQUIRE))
+		;
+	return x;
+}
+
+static inline void trie_unlock(uintptr_t *r, struct shape_node *x)
+{
+	__atomic_store_n(&x->head[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(r, (uintptr_t)x, __ATOMIC_RELEASE);
+}
+
 /* Each returns 1 if the place already held something (for the sink). */
 static inline size_t chain_insert(const struct shape *sh,
 				  const struct shape_w *w, size_t k)
@@ -403,28 +430,18 @@ static inline size_t trie_insert(const struct shape *sh,
 				 const struct shape_w *w, size_t k)
 {
 	size_t b = shape_slot(sh, k), e = b % SHAPE_FANOUT;
-	uintptr_t *r = &w->root[b / SHAPE_FANOUT], p;
+	uintptr_t *r = &w->root[b / SHAPE_FANOUT];
 	struct shape_line *l = &w->node[k];
 	struct shape_node *x;
 	size_t old;
 
 	__builtin_prefetch(r, 1);
 	shape_claim(l, k);
-	p = __atomic_load_n(r, __ATOMIC_ACQUIRE);
-	x = (struct shape_node *)(p & ~(uintptr_t)2);
-	__builtin_prefetch((char *)x + B_LINE);
-	__builtin_prefetch((char *)x + 2 * B_LINE);
-	while (!__atomic_compare_exchange_n(r, &p, (uintptr_t)x | 2, true,
-					    __ATOMIC_ACQUIRE,
-					    __ATOMIC_RELAXED))
-		p = (uintptr_t)x;
-	while (__atomic_exchange_n(&x->head[0], 1, __ATOMIC_ACQUIRE))
-		;
+	x = trie_lock(r);
 	old = x->val[e];
 	x->val[e] = (uint16_t)e;
 	__atomic_store_n(&x->kid[e], l, __ATOMIC_RELEASE);
-	__atomic_store_n(&x->head[0], 0, __ATOMIC_RELEASE);
-	__atomic_store_n(r, (uintptr_t)x, __ATOMIC_RELEASE);
+	trie_unlock(r, x);
 	return old != 0;
 }
 
@@ -476,25 +493,15 @@ static inline size_t trie_remove(const struct shape *sh,
 				 struct shape_line *l)
 {
 	size_t k = l->key, b = shape_slot(sh, k), e = b % SHAPE_FANOUT, bad;
-	uintptr_t *r = &w->root[b / SHAPE_FANOUT], p;
+	uintptr_t *r = &w->root[b / SHAPE_FANOUT];
 	struct shape_node *x;
 
 	__builtin_prefetch(r, 1);
 	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
-	p = __atomic_load_n(r, __ATOMIC_ACQUIRE);
-	x = (struct shape_node *)(p & ~(uintptr_t)2);
-	__builtin_prefetch((char *)x + B_LINE);
-	__builtin_prefetch((char *)x + 2 * B_LINE);
-	while (!__atomic_compare_exchange_n(r, &p, (uintptr_t)x | 2, true,
-					    __ATOMIC_ACQUIRE,
-					    __ATOMIC_RELAXED))
-		p = (uintptr_t)x;
-	while (__atomic_exchange_n(&x->head[0], 1, __ATOMIC_ACQUIRE))
-		;
+	x = trie_lock(r);
 	bad = x->val[e] != e || x->kid[e] != l;
 	__atomic_store_n(&x->kid[e], NULL, __ATOMIC_RELEASE);
-	__atomic_store_n(&x->head[0], 0, __ATOMIC_RELEASE);
-	__atomic_store_n(r, (uintptr_t)x, __ATOMIC_RELEASE);
+	trie_unlock(r, x);
 	return bad;
 }
 
