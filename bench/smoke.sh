@@ -158,6 +158,11 @@ if [ "$last" = "# chained vs biha" ]; then
 	has '^batch16	bihash	4096	1	'
 	has '^memory	bihash	4096	1	'
 fi
+# --targets after a run of bursts alone: the burst's target against
+# chained (issue 38) is stated, not left out for want of a lookup row.
+out=$($bench --tsv --budget 0 --n 4K --reps 1 --seed 7 --targets \
+	--impl chained,exthash --workload batch)
+has '^# batch16 exthash/chained  *exthash  *[0-9.][0-9.]*  *<= 1.2 '
 # The time budget: a microsecond is spent by the first repetition, so
 # every implementation is stopped by the second at the latest, without
 # a wrong answer (exit status); the rows and a note say so. A stopped
