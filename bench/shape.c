@@ -15,10 +15,13 @@
  *    and the line of the kid it takes), then the node's line.
  *
  * What the code of a lookup would add is left out: no hash, no search in
- * the node (the entry is known from the key), a one-word compare. So the
- * ratio trie / chain of these rows is the least that a trie whose lookups
- * go root -> node -> leaf pays over a chained table of the same N on
- * this machine, however its code is written:
+ * the node (the entry is known from the key), a one-word compare. So
+ * trie - chain of these rows, in ns, is what a trie whose lookups go
+ * root -> node -> leaf adds to a lookup over a chained table of the same
+ * N on this machine, however its code is written; their ratio is the
+ * shape's cost when the code costs nothing, not a bound on the ratio of
+ * the two backends' lookups, which the code's time in both brings
+ * nearer 1:
  *
  *  - chain-dep, trie-dep: each lookup's key depends on the pointer the
  *    previous one found, as in lookup-dep (the node's line is loaded and
