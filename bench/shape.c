@@ -473,11 +473,22 @@ static inline size_t xchain_insert(const struct shape *sh,
 /*
  * Removes (rows *-remove): node gone[i], in a random order as the remove
  * workload's, its key read from its line (a remove knows its node, not
- * its place), claimed, and taken off its place under the same locks:
- * chain's bucket word cleared, the trie's entry, the xchain walked from
- * its head to the node's link, which is changed. Each returns 1 if the
- * node was not where its key says.
+ * its place), and taken off its place under the same locks: chain's
+ * bucket word cleared, the trie's entry, the xchain walked from its head
+ * to the node's link, which is changed. No locked instruction on the
+ * node: conntab_remove() and the backends' remove_single paths claim
+ * nothing, they load its owner under the place's lock
+ * (ct_node_check_locked()) and end its life with a release store
+ * (ct_node_release()), as shape_unclaim() does. Each returns 1 if the
+ * node was not where its key says, or not claimed by its insert.
  */
+static inline size_t shape_unclaim(struct shape_line *l, size_t bad)
+{
+	bad |= __atomic_load_n(&l->claim, __ATOMIC_ACQUIRE) != 1;
+	__atomic_store_n(&l->claim, 0, __ATOMIC_RELEASE);
+	return bad;
+}
+
 static inline size_t chain_remove(const struct shape *sh,
 				  const struct shape_w *w,
 				  struct shape_line *l)
@@ -486,10 +497,10 @@ static inline size_t chain_remove(const struct shape *sh,
 	uint64_t *lock = &w->stripe[b % SHAPE_STRIPES].key;
 
 	__builtin_prefetch(&w->bucket[b], 1);
-	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
 	shape_lock(lock);
 	bad = w->bucket[b] != l;
 	__atomic_store_n(&w->bucket[b], NULL, __ATOMIC_RELEASE);
+	bad = shape_unclaim(l, bad);
 	shape_unlock(lock);
 	return bad;
 }
@@ -503,10 +514,10 @@ static inline size_t trie_remove(const struct shape *sh,
 	struct shape_node *x;
 
 	__builtin_prefetch(r, 1);
-	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
 	x = trie_lock(r);
 	bad = x->val[e] != e || x->kid[e] != l;
 	__atomic_store_n(&x->kid[e], NULL, __ATOMIC_RELEASE);
+	bad = shape_unclaim(l, bad);
 	trie_unlock(r, x);
 	return bad;
 }
@@ -522,13 +533,13 @@ static inline size_t xchain_remove(const struct shape *sh,
 
 	__builtin_prefetch(&w->head[h], 1);
 	__builtin_prefetch(lock, 1);
-	(void)__atomic_fetch_or(&l->claim, 2, __ATOMIC_ACQ_REL);
 	shape_lock(lock);
 	for (pp = &w->head[h]; *pp && *pp != l; pp = &(*pp)->next)
 		;
 	bad = *pp == NULL;
 	if (!bad)
 		__atomic_store_n(pp, l->next, __ATOMIC_RELEASE);
+	bad = shape_unclaim(l, bad);
 	shape_unlock(lock);
 	return bad;
 }
