@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The floor of a table's shape: the loads a lookup of that shape cannot
- * avoid and nothing else (and below, an insert's and a remove's), at the table's N (rounded up to a power of two,
- * as both tables size themselves), laid out and allocated as conntab lays
- * them out:
+ * avoid and nothing else (and below, an insert's and a remove's), at the
+ * table's N (rounded up to a power of two, as both tables size
+ * themselves), laid out and allocated as conntab lays them out:
  *
  *  - chain: the key's bucket word in an array of N (a chained table at
  *    load factor 1: conntab maps such arrays with huge pages), then the
@@ -293,7 +293,10 @@ shape_run(const struct shape *sh, enum shape_kind kind, bool dep,
  *    stored;
  *  - xchain: the segment's lock (a line per 64 heads), every node of the
  *    head's chain read (the duplicate check: a chain holds no tags), the
- *    node pushed at the head.
+ *    node pushed at the head. Left out: exthash reaches the segment
+ *    through its directory (xh_seg_rcu(), a dependent load of a small
+ *    array that stays cached), so here the lock's line is prefetched
+ *    with no load before it, which exthash cannot do.
  *
  * A lock's release is a plain release store and the inserts are
  * independent, so the ratio xchain / chain or trie / chain is the least
