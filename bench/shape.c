@@ -299,9 +299,11 @@ shape_run(const struct shape *sh, enum shape_kind kind, bool dep,
  *    with no load before it, which exthash cannot do.
  *
  * A lock's release is a plain release store and the inserts are
- * independent, so the ratio xchain / chain or trie / chain is the least
- * that the shape's insert pays over chained's on this machine (at a
- * load that grows from 0 to one node a head, as the workload's does).
+ * independent, so xchain - chain or trie - chain, in ns, is what the
+ * shape adds to an insert over chained's on this machine (at a load
+ * that grows from 0 to one node a head, as the workload's does); their
+ * ratio is the shape's cost when the code costs nothing, not a bound on
+ * the backends' ratio, which the code's time in both brings nearer 1.
  */
 struct shape_w {
 	struct shape_line *node;	/* node i gets key i */
