@@ -234,12 +234,14 @@ END_TEST
 /*
  * And with 8 top bits (16K hashes a key, AES only: seconds): the corner's
  * segments hold 2^8 x 4 keys or so, more than the directory's bound lets
- * it split them into, so they widen: chains of 9 to 12 in most runs,
+ * it split them into, so they widen: chains of 10 to 16 in most runs,
  * where they were 132 (all of a segment's keys in one chain). Not at
- * most 16 here: a widening keeps its segment's multiplier and a rehash
- * draws one at random, and an unlucky one stays until the segment has
- * doubled its count (doc/exthash.md): one CI run saw 35. 48 is three
- * times the chain that sets a rehash off, a quarter of what it was.
+ * most 16 here: a corner segment holds ~1,500 keys in 1024 chains, and
+ * the 14 hash bits the attack fixes and the 6 more its directory slot
+ * fixes leave them 4,096 hashes, so many share their whole hash, hence
+ * a chain whatever the multiplier (doc/exthash.md, "A known secret"):
+ * 24 once in 200 runs with the library's own hash. 48 is three times
+ * the chain that sets a rehash off, a quarter of what it was.
  */
 START_TEST(lowbits_corner)
 {

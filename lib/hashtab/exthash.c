@@ -94,22 +94,40 @@
  * key in chain 0 of its segment). A rehash moves the segment's nodes,
  * over its next writer calls as a split does, into a segment of the same
  * range whose chain index is a multiply-shift hash of the whole 32-bit
- * hash with a random odd multiplier (xh_idx_of), drawn from a key of the
- * table's own that cfg.secret does not give (the cursor key): the keys
- * the attacker chose then spread over the chains as random ones do
- * (multiply-shift is universal: two distinct hashes share a chain of 2^s
- * with probability at most 2 / 2^s, whatever they are). Random hashes
- * never come near it: a segment's chains are Poisson of mean <= 1.5, one
- * of 17 has probability ~1e-13.
+ * hash, mixed first, with a random odd multiplier (xh_idx_fn), drawn from
+ * a key of the table's own that cfg.secret does not give (the cursor
+ * key): the keys the attacker chose then spread over the chains as
+ * random ones do (multiply-shift is universal: two distinct hashes share
+ * a chain of 2^s with probability at most 2 / 2^s, whatever they are;
+ * the mixing keeps them distinct). Random hashes never come near it: a
+ * segment's chains are Poisson of mean <= 1.5, one of 17 has probability
+ * ~1e-13.
  *
- * A segment already rehashed rehashes again, with a new multiplier, only
- * once it holds twice the nodes it held when made (so that rehashing is
- * O(1) moves per insert, amortised, even for keys that no multiplier can
- * separate: equal 32-bit hashes). An earlier version split the segment
- * instead: chains of ~16, but segments of ~9 nodes, 70-95 bytes of table
- * per entry, and the directory deepening with them.
+ * A segment already rehashed rehashes again, with a new multiplier, once
+ * it holds twice the nodes it held when its generation began (the rehash
+ * or widening that made it, struct ct_xseg.rehashed), and before that at
+ * most XH_REDRAWS times (below). Each rehash moves at most twice the
+ * generation's first count, and a generation has at most 1 + XH_REDRAWS
+ * of them, so rehashing stays O(1) moves per insert, amortised, even for
+ * keys that no multiplier can separate (equal 32-bit hashes). An earlier
+ * version split the segment instead: chains of ~16, but segments of ~9
+ * nodes, 70-95 bytes of table per entry, and the directory deepening
+ * with them.
  */
 #define XH_CHAIN_SPLIT	16
+/*
+ * Multipliers a generation may draw again, at once, for a chain that
+ * passed XH_CHAIN_SPLIT: universality bounds pairs, not the longest
+ * chain, so a draw can be unlucky for the keys at hand (xh_idx_fn), and
+ * one kept until the count doubled held its chains long for the whole
+ * generation. Before the redraws (and xh_idx_fn's mix) that was
+ * 2-4% of the 100K-key attacks of tests/test-exthash-skew.c (6 and 8
+ * top bits and the low 6 shared, 150-250 runs each), chains of 17 to 55.
+ * A draw unlucky with probability p stays so with p^3.
+ */
+#define XH_REDRAWS	2
+/* Largest generation count struct ct_xseg.rehashed holds. */
+#define XH_GEN_MAX	((1u << 30) - 1u)
 /*
  * Buddies merge only if no chain of the merged segment would hold more
  * than this, so that a merge does not build a chain that the next insert
@@ -220,7 +238,10 @@ struct ct_xseg {
 	uint32_t count;			/* nodes in its chains (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
 	uint32_t moved;			/* chains emptied by a split (lock) */
-	uint32_t rehashed;		/* count when made by a rehash, fixed */
+	/* Writer only, fixed: the count its generation (rehash or widening)
+	 * began at, saturated, and the multipliers redrawn since (XH_REDRAWS) */
+	uint32_t rehashed : 30;
+	uint32_t redraws : 2;
 	struct ct_xseg *succ[2];	/* RCU, I1: by hash bit l */
 	struct ct_xseg *retired;	/* dead: next in its batch (dir_lock) */
 	struct rcu_head rcu;
@@ -259,6 +280,7 @@ struct ct_exthash {
 
 _Static_assert(XH_MAX_DEPTH + XH_SHIFT <= 32, "index bits overlap");
 _Static_assert(XH_SPLIT > 2 * XH_MERGE, "no hysteresis");
+_Static_assert(XH_REDRAWS < 4, "struct ct_xseg.redraws has 2 bits");
 
 static inline struct ct_exthash *ct_exthash(struct conntab *t)
 {
@@ -282,19 +304,47 @@ static inline unsigned int xh_idx(uint32_t h)
 }
 
 /*
+ * MurmurHash3's 32-bit finaliser: a fixed bijection whose every output
+ * bit depends on every input bit.
+ */
+static inline uint32_t xh_mix(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	return h ^ (h >> 16);
+}
+
+/*
  * Chain of hash @h in a segment of chain index @mult and 2^@shift heads:
- * the low bits for a plain one, else the top @shift bits of h * mult
- * (multiply-shift, universal over odd multipliers). Split children keep
- * their parent's function, so that a split unzips chain i into chain i of
- * each child when they are alike; moves go by xh_idx_of() of the segment
- * moved to, whatever it is (xh_move_chain).
+ * the low bits for a plain one, else the top @shift bits of
+ * xh_mix(h) * mult (multiply-shift, universal over odd multipliers).
+ *
+ * The mix keeps distinct hashes distinct, so universality stands, and
+ * breaks up arithmetic progressions: the hashes an attacker aims at one
+ * segment nearly are one (top and low bits fixed, the middle ones
+ * random), and multiply-shift alone maps one onto a rotation, which a
+ * multiplier near a fraction of small denominator bunched into a few
+ * chains (one draw in 10^3 to 10^4: chains of 17 to 55). Mixed, they
+ * fall into chains as random hashes do: Poisson, and as long as their
+ * equal hashes make them (keys sharing 14 of 32 bits, 100K of them, hold
+ * many equal hashes; tests/test-exthash-skew.c).
+ *
+ * Taking the top bits of one product keeps chain i of 2^s heads the
+ * union of chains 2i and 2i + 1 of 2^(s+1) heads (a widening). Split
+ * children keep their parent's function, so that a split unzips chain i
+ * into chain i of each child when they are alike; moves go by
+ * xh_idx_of() of the segment moved to, whatever it is (xh_move_chain).
+ * The mix costs a rehashed segment's lookups ~7 instructions; plain
+ * segments, all of them unless keys are aimed, never run it.
  */
 static inline unsigned int xh_idx_fn(uint32_t mult, unsigned int shift,
 				     uint32_t h)
 {
 	if (!mult)
 		return xh_idx(h);
-	return (uint32_t)(h * mult) >> (32 - shift);
+	return (uint32_t)(xh_mix(h) * mult) >> (32 - shift);
 }
 
 static inline unsigned int xh_idx_of(const struct ct_xseg *s, uint32_t h)
@@ -899,24 +949,37 @@ static void xh_split_step(struct ct_exthash *x, struct ct_xseg *s)
 	xh_retire_batch(x, batch);
 }
 
+/* Writer, @s locked: more than 1.5 nodes a chain, due to split or widen. */
+static inline bool xh_overfull(const struct ct_xseg *s)
+{
+	return s->count > (size_t)XH_SPLIT << (s->shift - XH_SHIFT);
+}
+
 /*
  * Writer, @s locked, alive and not splitting: start rehashing it into a
  * segment of the same depth and range, 2^@shift heads and chain index
- * @mult. Same protocol as a split (I1: the successor, both halves of
- * succ[], is set before the first node moves; later writer calls move
- * the chains, xh_split_step), with one successor for both hash bits; no
- * directory slot changes until it is published, and the segment counts
- * stay as they are. On allocation failure nothing starts: @s stays as it
- * is, its chains long.
+ * @mult, which begins a generation (XH_CHAIN_SPLIT) unless it is a
+ * @redraw of @s's multiplier. Same protocol as a split (I1: the
+ * successor, both halves of succ[], is set before the first node moves;
+ * later writer calls move the chains, xh_split_step), with one successor
+ * for both hash bits; no directory slot changes until it is published,
+ * and the segment counts stay as they are. On allocation failure nothing
+ * starts: @s stays as it is, its chains long.
  */
 static void xh_start_rehash(struct ct_xseg *s, unsigned int shift,
-			    uint32_t mult)
+			    uint32_t mult, bool redraw)
 {
 	struct ct_xseg *r = xh_seg_new(s->depth, s->prefix, shift, mult);
 
 	if (!r)
 		return;
-	r->rehashed = s->count;
+	if (redraw) {
+		r->rehashed = s->rehashed;
+		r->redraws = s->redraws + 1u;
+	} else {
+		/* Saturated: 2^30 nodes in one segment rehash no sooner. */
+		r->rehashed = s->count < XH_GEN_MAX ? s->count : XH_GEN_MAX;
+	}
 	/* I1: initialised, set before the first node moves. */
 	ct_delay(CT_DP_XH_PUB_SUCC);
 	ct_rcu_assign(s->succ[0], r);
@@ -935,7 +998,7 @@ static void xh_widen(struct ct_exthash *x, struct ct_xseg *s)
 {
 	if (s->shift < XH_MAX_SHIFT)
 		xh_start_rehash(s, s->shift + 1u,
-				s->mult ? s->mult : xh_new_mult(x));
+				s->mult ? s->mult : xh_new_mult(x), false);
 }
 
 /*
@@ -943,7 +1006,11 @@ static void xh_widen(struct ct_exthash *x, struct ct_xseg *s)
  * into it, making its chain @chain long.
  *
  * A chain longer than XH_CHAIN_SPLIT: rehash @s with a fresh multiplier,
- * if it is plain or has doubled its count since it was made by a rehash.
+ * if it is plain or has doubled its count since its generation began, or
+ * redraw its multiplier if the generation has redraws left (XH_REDRAWS)
+ * and @s is not overfull: at 1.5 nodes a chain or less a chain of 17 is
+ * an unlucky multiplier's (random hashes: ~1e-13), past it the load's,
+ * which only a split or a widening shortens.
  *
  * More than 1.5 nodes per chain: split it, allocating and announcing the
  * children; later writer calls on @s move the chains (xh_split_step). A
@@ -961,12 +1028,17 @@ xh_maybe_split_slow(struct ct_exthash *x, struct ct_xseg *s, size_t chain)
 	struct ct_xseg *s0, *s1;
 	bool ok, grow = false, widen = false;
 
-	if (chain > XH_CHAIN_SPLIT &&
-	    (!s->mult || s->count >= 2 * (size_t)s->rehashed)) {
-		xh_start_rehash(s, s->shift, xh_new_mult(x));
-		return;
+	if (chain > XH_CHAIN_SPLIT) {
+		if (!s->mult || s->count >= 2 * (size_t)s->rehashed) {
+			xh_start_rehash(s, s->shift, xh_new_mult(x), false);
+			return;
+		}
+		if (s->redraws < XH_REDRAWS && !xh_overfull(s)) {
+			xh_start_rehash(s, s->shift, xh_new_mult(x), true);
+			return;
+		}
 	}
-	if (s->count <= (size_t)XH_SPLIT << (s->shift - XH_SHIFT))
+	if (!xh_overfull(s))
 		return;
 	if (l >= XH_MAX_DEPTH) {
 		xh_widen(x, s);
@@ -994,8 +1066,12 @@ xh_maybe_split_slow(struct ct_exthash *x, struct ct_xseg *s, size_t chain)
 	s1 = xh_seg_new(l + 1, s->prefix << 1 | 1, cshift, s->mult);
 	if (!s0 || !s1)
 		goto out_free;
-	/* A rehash again needs twice what each half starts with. */
+	/*
+	 * A rehash again needs twice what each half starts with; the halves
+	 * keep the generation's redraws left.
+	 */
 	s0->rehashed = s1->rehashed = s->rehashed / 2;
+	s0->redraws = s1->redraws = s->redraws;
 	ct_spin_lock(&x->dir_lock);	/* I6: after the segment lock */
 	ct_delay(CT_DP_XH_LOCK_DIR_SPLIT);
 	ok = xh_reserve_split(x, l);
@@ -1026,9 +1102,7 @@ out_free:
 static inline void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
 				  size_t chain)
 {
-	if (__builtin_expect(chain > XH_CHAIN_SPLIT ||
-			     s->count > (size_t)XH_SPLIT <<
-					(s->shift - XH_SHIFT), 0))
+	if (__builtin_expect(chain > XH_CHAIN_SPLIT || xh_overfull(s), 0))
 		xh_maybe_split_slow(x, s, chain);
 }
 
@@ -1153,7 +1227,7 @@ xh_unlock_shrink_slow(struct ct_exthash *x, struct ct_xseg *s)
 		s = m;
 	if (s->shift > XH_SHIFT && !s->splitting &&
 	    (size_t)s->count * 8 < (size_t)3 << s->shift)
-		xh_start_rehash(s, s->shift - 1u, s->mult);
+		xh_start_rehash(s, s->shift - 1u, s->mult, false);
 	ct_spin_unlock(&s->lock);
 	if (halve) {
 		d = ct_rcu_deref(x->dir)->depth;
