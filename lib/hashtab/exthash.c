@@ -568,25 +568,57 @@ static inline struct ct_xseg *xh_seg_rcu(struct ct_exthash *x, uint32_t h)
  * chain holds other keys; a node of @k found there is still @k's), and
  * the header then gives the chain to walk; mult and shift are fixed
  * before the segment is reachable (published with it).
+ *
+ * xh_find() walks plain segments and hands a rehashed one, its chain
+ * xh_idx(h) walked up to @end, to xh_find_rehashed(), out of line: the
+ * rehashed index's mix, inline, cost every lookup registers (4 more
+ * instructions a hit).
  */
-static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
-				    uint32_t h, const struct conntab_key *k)
+static __attribute__((noinline)) struct conntab_node *
+xh_find_rehashed(struct ct_exthash *x, struct ct_xseg *s, uint32_t h,
+		 const struct conntab_key *k, struct conntab_node *end)
 {
 	const unsigned int i0 = xh_idx(h);
-	struct conntab_node *n, *end;
+	struct conntab_node *n;
 	struct ct_xseg *next;
 	unsigned int i;
 
 	for (;;) {
-		n = ct_chain_scan(&s->head[i0], h, k, &end);
-		if (n)
-			return n;
 		i = xh_idx_of(s, h);
 		if (i != i0) {
 			n = ct_chain_scan(&s->head[i], h, k, &end);
 			if (n)
 				return n;
 		}
+		/* As in xh_find(). */
+		ct_delay(CT_DP_XH_READ_SUCC);
+		ct_rcu_deref_fence();
+		next = ct_rcu_deref(s->succ[xh_bit(h, s->depth)]);
+		if (next)
+			s = next;
+		else if (end == xh_marker(s, i))
+			return NULL;
+		else
+			s = xh_seg_rcu(x, h);
+		n = ct_chain_scan(&s->head[i0], h, k, &end);
+		if (n)
+			return n;
+	}
+}
+
+static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
+				    uint32_t h, const struct conntab_key *k)
+{
+	const unsigned int i0 = xh_idx(h);
+	struct conntab_node *n, *end;
+	struct ct_xseg *next;
+
+	for (;;) {
+		n = ct_chain_scan(&s->head[i0], h, k, &end);
+		if (n)
+			return n;
+		if (__builtin_expect(s->mult != 0, 0))
+			return xh_find_rehashed(x, s, h, k, end);
 		/*
 		 * Pairs with the release stores of xh_move_all(): if the pass
 		 * missed a node because it moved, succ[] (set before) shows.
@@ -598,7 +630,7 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 			s = next;
 			continue;
 		}
-		if (__builtin_expect(end == xh_marker(s, i), 1))
+		if (__builtin_expect(end == xh_marker(s, i0), 1))
 			return NULL;
 		/* A foreign end implies a move, hence succ (I2); be safe. */
 		s = xh_seg_rcu(x, h);
@@ -725,13 +757,23 @@ static void xh_move_chains(struct ct_xseg *from, unsigned int lo,
  * those but through @s's lock until they are published); the rest are
  * still @s's.
  */
-static inline __attribute__((always_inline)) struct conntab_node **
-xh_chain_locked(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
+static __attribute__((noinline)) struct conntab_node **
+xh_chain_locked_slow(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
 {
 	*owner = s;
 	if (s->splitting && xh_idx_of(s, h) < s->moved)
 		*owner = s->succ[xh_bit(h, s->depth)];
 	return &(*owner)->head[xh_idx_of(*owner, h)];
+}
+
+/* Inline, the plain segment that is not splitting: nearly every call. */
+static inline __attribute__((always_inline)) struct conntab_node **
+xh_chain_locked(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
+{
+	if (__builtin_expect(s->splitting || s->mult, 0))
+		return xh_chain_locked_slow(s, h, owner);
+	*owner = s;
+	return &s->head[xh_idx(h)];
 }
 
 /*
