@@ -126,7 +126,12 @@
  * A draw unlucky with probability p stays so with p^3.
  */
 #define XH_REDRAWS	2
-/* Largest generation count struct ct_xseg.rehashed holds. */
+/*
+ * Largest generation count struct ct_xseg.rehashed holds. A generation
+ * begun at it or more (2^30 nodes in one segment) does not end by
+ * doubling: saturated, its count would pass twice the field at once and
+ * every long chain would rehash the whole segment again.
+ */
 #define XH_GEN_MAX	((1u << 30) - 1u)
 /*
  * Buddies merge only if no chain of the merged segment would hold more
@@ -1019,8 +1024,9 @@ static void xh_start_rehash(struct ct_xseg *s, unsigned int shift,
 		r->rehashed = s->rehashed;
 		r->redraws = s->redraws + 1u;
 	} else {
-		/* Saturated: 2^30 nodes in one segment rehash no sooner. */
-		r->rehashed = s->count < XH_GEN_MAX ? s->count : XH_GEN_MAX;
+		/* Saturated: such a generation never ends by doubling. */
+		r->rehashed = s->count < XH_GEN_MAX ? s->count & XH_GEN_MAX :
+						      XH_GEN_MAX;
 	}
 	/* I1: initialised, set before the first node moves. */
 	ct_delay(CT_DP_XH_PUB_SUCC);
@@ -1071,7 +1077,8 @@ xh_maybe_split_slow(struct ct_exthash *x, struct ct_xseg *s, size_t chain)
 	bool ok, grow = false, widen = false;
 
 	if (chain > XH_CHAIN_SPLIT) {
-		if (!s->mult || s->count >= 2 * (size_t)s->rehashed) {
+		if (!s->mult || (s->rehashed < XH_GEN_MAX &&
+				 s->count >= 2 * (size_t)s->rehashed)) {
 			xh_start_rehash(s, s->shift, xh_new_mult(x), false);
 			return;
 		}
