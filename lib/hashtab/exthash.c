@@ -104,15 +104,20 @@
  * ~1e-13.
  *
  * A segment already rehashed rehashes again, with a new multiplier, once
- * it holds twice the nodes it held when its generation began (the rehash
- * or widening that made it, struct ct_xseg.rehashed), and before that at
- * most XH_REDRAWS times (below). Each rehash moves at most twice the
- * generation's first count, and a generation has at most 1 + XH_REDRAWS
- * of them, so rehashing stays O(1) moves per insert, amortised, even for
- * keys that no multiplier can separate (equal 32-bit hashes). An earlier
- * version split the segment instead: chains of ~16, but segments of ~9
- * nodes, 70-95 bytes of table per entry, and the directory deepening
- * with them.
+ * it holds twice the nodes it held when its generation began (the
+ * rehash, widening or narrowing that made it, struct ct_xseg.rehashed),
+ * and before that at most XH_REDRAWS times (below). A redraw moves less
+ * than twice the generation's first count (the count has not doubled);
+ * a generation has at most XH_REDRAWS of them after the rehash that
+ * began it (split halves share them out: each keeps the redraws left and
+ * half the count); the rehash that ends it moves nodes at least half of
+ * which came in during it (a merge's segment begins no generation and
+ * rehashes at its first long chain: at most XH_MERGE nodes more than the
+ * inserts since). So rehashing stays O(1) moves per insert, amortised,
+ * even for keys that no multiplier can separate (equal 32-bit hashes).
+ * An earlier version split the segment instead: chains of ~16, but
+ * segments of ~9 nodes, 70-95 bytes of table per entry, and
+ * the directory deepening with them.
  */
 #define XH_CHAIN_SPLIT	16
 /*
@@ -243,8 +248,9 @@ struct ct_xseg {
 	uint32_t count;			/* nodes in its chains (under lock) */
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
 	uint32_t moved;			/* chains emptied by a split (lock) */
-	/* Writer only, fixed: the count its generation (rehash or widening)
-	 * began at, saturated, and the multipliers redrawn since (XH_REDRAWS) */
+	/* Writer only, fixed: the count its generation (rehash, widening or
+	 * narrowing) began at, saturated, and the multipliers redrawn since
+	 * (XH_REDRAWS) */
 	uint32_t rehashed : 30;
 	uint32_t redraws : 2;
 	struct ct_xseg *succ[2];	/* RCU, I1: by hash bit l */
