@@ -128,7 +128,9 @@
  * generation. Before the redraws (and xh_idx_fn's mix) that was
  * 2-4% of the 100K-key attacks of tests/test-exthash-skew.c (6 and 8
  * top bits and the low 6 shared, 150-250 runs each), chains of 17 to 55.
- * A draw unlucky with probability p stays so with p^3.
+ * A draw unlucky with probability p stays so with p^3 while the
+ * generation has its redraws left: equal hashes, which no draw parts,
+ * may have spent them (then it waits for the count to double).
  */
 #define XH_REDRAWS	2
 /*
