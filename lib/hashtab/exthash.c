@@ -584,8 +584,9 @@ static inline struct ct_xseg *xh_seg_rcu(struct ct_exthash *x, uint32_t h)
  *
  * xh_find() walks plain segments and hands a rehashed one, its chain
  * xh_idx(h) walked up to @end, to xh_find_rehashed(), out of line: the
- * rehashed index's mix, inline, cost every lookup registers (4 more
- * instructions a hit).
+ * rehashed index's mix, inline, cost every lookup registers (ct-icount
+ * at 256K: 83.5 instructions a hit where 70.5 were before the mix, 68.5
+ * out of line).
  */
 static __attribute__((noinline)) struct conntab_node *
 xh_find_rehashed(struct ct_exthash *x, struct ct_xseg *s, uint32_t h,
