@@ -29,13 +29,18 @@ lib_libconntab_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(CONNTAB_LT_VERSION) \
 EXTRA_lib_libconntab_la_DEPENDENCIES = lib/libconntab.map
 EXTRA_DIST += lib/libconntab.map
 
-# The library again, with the exthash directory copied one slot every 64
-# writer calls (CT_XH_COPY_STEP, CT_XH_COPY_EVERY), so that resizes stay
-# pending across most splits and merges, which keep updating the filled
-# part of the pending directory: tests/test-exthash-copystep. Not
-# installed.
-check_LTLIBRARIES = lib/libconntab-copystep.la
-lib_libconntab_copystep_la_SOURCES = $(lib_libconntab_la_SOURCES)
-lib_libconntab_copystep_la_CPPFLAGS = $(lib_libconntab_la_CPPFLAGS) \
-	-DCT_XH_COPY_STEP=1 -DCT_XH_COPY_EVERY=64
-lib_libconntab_copystep_la_CFLAGS = $(lib_libconntab_la_CFLAGS)
+# The library again with white-box test knobs, not installed:
+# - the exthash directory copied one slot every 64 writer calls
+#   (CT_XH_COPY_STEP, CT_XH_COPY_EVERY), so that resizes stay pending
+#   across most splits and merges, which keep updating the filled part of
+#   the pending directory: tests/test-exthash-copystep;
+# - a table's first three multipliers for rehashed exthash segments fixed
+#   (CT_XH_TEST_MULT, CT_XH_TEST_MULT_DRAWS), so that a test can aim keys
+#   at one chain and see each rehash and redraw: tests/test-exthash-redraw.
+CT_XH_TEST_MULT = 0x9e3779b1u
+check_LTLIBRARIES = lib/libconntab-test.la
+lib_libconntab_test_la_SOURCES = $(lib_libconntab_la_SOURCES)
+lib_libconntab_test_la_CPPFLAGS = $(lib_libconntab_la_CPPFLAGS) \
+	-DCT_XH_COPY_STEP=1 -DCT_XH_COPY_EVERY=64 \
+	-DCT_XH_TEST_MULT=$(CT_XH_TEST_MULT) -DCT_XH_TEST_MULT_DRAWS=3
+lib_libconntab_test_la_CFLAGS = $(lib_libconntab_la_CFLAGS)

@@ -385,7 +385,7 @@ tests_test_exthash_resize_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_exthash_resize_LDADD = lib/libconntab.la $(URCU_LIBS) \
 	$(PTHREAD_LIBS)
 
-# The same, against lib/libconntab-copystep.la (one directory slot copied
+# The same, against lib/libconntab-test.la (one directory slot copied
 # per writer call): the filled part of a pending directory kept up to
 # date thousands of times (lib/local.mk).
 check_PROGRAMS += tests/test-exthash-copystep
@@ -394,8 +394,19 @@ tests_test_exthash_copystep_SOURCES = tests/test-exthash-resize.c
 tests_test_exthash_copystep_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
 	-DT_COPY_STEP
 tests_test_exthash_copystep_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-tests_test_exthash_copystep_LDADD = lib/libconntab-copystep.la $(URCU_LIBS) \
+tests_test_exthash_copystep_LDADD = lib/libconntab-test.la $(URCU_LIBS) \
 	$(PTHREAD_LIBS)
+
+# Against lib/libconntab-test.la too (its first multipliers known): keys
+# aimed at one chain of a rehashed segment, each rehash and redraw seen.
+check_PROGRAMS += tests/test-exthash-redraw
+TESTS += tests/test-exthash-redraw
+tests_test_exthash_redraw_SOURCES = tests/test-exthash-redraw.c $(T_COMMON)
+tests_test_exthash_redraw_CPPFLAGS = $(AM_CPPFLAGS) $(URCU_CFLAGS) \
+	$(CHECK_CFLAGS) -DT_MULT=$(CT_XH_TEST_MULT)
+tests_test_exthash_redraw_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_exthash_redraw_LDADD = lib/libconntab-test.la $(URCU_LIBS) \
+	$(CHECK_LIBS) $(PTHREAD_LIBS)
 
 # CONNTAB_TRIE: its own tests (adversarial key sets, prefix walks for every
 # backend, concurrency).

@@ -35,6 +35,20 @@ static inline uint64_t ct_rotl64(uint64_t x, int b)
 	return (x << b) | (x >> (64 - b));
 }
 
+/*
+ * MurmurHash3's 32-bit finaliser: a fixed bijection whose every output
+ * bit depends on every input bit. Unkeyed: it spreads structured hashes
+ * (exthash's rehashed index, lib/hashtab/exthash.c), it hides nothing.
+ */
+static inline uint32_t ct_mix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	return h ^ (h >> 16);
+}
+
 #define CT_SIPROUND(v0, v1, v2, v3) do {				\
 	v0 += v1; v1 = ct_rotl64(v1, 13); v1 ^= v0; v0 = ct_rotl64(v0, 32); \
 	v2 += v3; v3 = ct_rotl64(v3, 16); v3 ^= v2;			\

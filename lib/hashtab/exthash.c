@@ -317,22 +317,9 @@ static inline unsigned int xh_idx(uint32_t h)
 }
 
 /*
- * MurmurHash3's 32-bit finaliser: a fixed bijection whose every output
- * bit depends on every input bit.
- */
-static inline uint32_t xh_mix(uint32_t h)
-{
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	return h ^ (h >> 16);
-}
-
-/*
  * Chain of hash @h in a segment of chain index @mult and 2^@shift heads:
  * the low bits for a plain one, else the top @shift bits of
- * xh_mix(h) * mult (multiply-shift, universal over odd multipliers).
+ * ct_mix32(h) * mult (multiply-shift, universal over odd multipliers).
  *
  * The mix keeps distinct hashes distinct, so universality stands, and
  * breaks up arithmetic progressions: the hashes an attacker aims at one
@@ -357,7 +344,7 @@ static inline unsigned int xh_idx_fn(uint32_t mult, unsigned int shift,
 {
 	if (!mult)
 		return xh_idx(h);
-	return (uint32_t)(xh_mix(h) * mult) >> (32 - shift);
+	return (uint32_t)(ct_mix32(h) * mult) >> (32 - shift);
 }
 
 static inline unsigned int xh_idx_of(const struct ct_xseg *s, uint32_t h)
@@ -452,6 +439,16 @@ static uint32_t xh_new_mult(struct ct_exthash *x)
 {
 	uint64_t c = __atomic_add_fetch(&x->nmult, 1, __ATOMIC_RELAXED);
 	struct ct_sip st;
+
+#ifdef CT_XH_TEST_MULT
+	/*
+	 * The test build (lib/local.mk): a table's first draws are a known
+	 * multiplier, so that tests/test-exthash-redraw can aim keys at one
+	 * chain of a rehashed segment and watch each draw the rules make.
+	 */
+	if (c <= CT_XH_TEST_MULT_DRAWS)
+		return CT_XH_TEST_MULT;
+#endif
 
 	ct_sip_init(&st, &x->base.cursor_key);
 	ct_sip_word(&st, 0x7868206d756c7421ull);	/* "xh mult!" */
