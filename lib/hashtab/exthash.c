@@ -649,8 +649,33 @@ static struct conntab_node *xh_find(struct ct_exthash *x, struct ct_xseg *s,
 }
 
 /*
+ * Writer: lock and return the live segment of @h, starting at @s, which
+ * a directory read under the caller's read lock gave for @h (I5: a
+ * segment found dead is still memory we may touch). Only the dead flag,
+ * read under the segment's lock, decides (I3): a live segment is the one
+ * of its range whenever the directory was read, so the read may come
+ * before anything else the caller does (xh_insert_key()).
+ */
+static inline __attribute__((always_inline)) struct ct_xseg *
+xh_lock_from(struct ct_exthash *x, uint32_t h, struct ct_xseg *s)
+{
+	for (;;) {
+		ct_spin_lock(&s->lock);
+		/* I3: the directory already points past a dead segment. */
+		ct_delay(CT_DP_XH_LOCK_SEG);
+		if (!s->dead)
+			return s;
+		ct_spin_unlock(&s->lock);
+		s = xh_seg_rcu(x, h);
+		__builtin_prefetch(&s->head[xh_idx(h)], 1);
+	}
+}
+
+/*
  * Writer: lock and return the live segment of @h. Caller holds the read
- * lock (I5), so a segment found dead is still memory we may touch.
+ * lock (I5), so a segment found dead is still memory we may touch. (Its
+ * own loop, not xh_lock_from()'s: the same code, and as compiled into
+ * the remove, 6 instructions fewer.)
  */
 static inline __attribute__((always_inline)) struct ct_xseg *
 xh_lock(struct ct_exthash *x, uint32_t h)
@@ -777,11 +802,26 @@ xh_chain_locked_slow(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
 	return &(*owner)->head[xh_idx_of(*owner, h)];
 }
 
+/*
+ * Writer, @s locked and alive: is it plain (mult 0: chain xh_idx(h) of
+ * XH_HEADS heads) and not splitting, as nearly every segment is? Then
+ * the chain of @h is its own chain xh_idx(h), whose counts are its own,
+ * and it stays so while we hold its lock: only its lock holder starts a
+ * split or a rehash. A plain segment has XH_HEADS heads: every segment
+ * of another shift was made by a widening or a narrowing, rehashed
+ * (mult != 0), and split children and merges keep their parents' mult
+ * (merges of plain halves: XH_SHIFT), so xh_idx() indexes its heads.
+ */
+static inline bool xh_plain_locked(const struct ct_xseg *s)
+{
+	return !s->splitting && !s->mult;
+}
+
 /* Inline, the plain segment that is not splitting: nearly every call. */
 static inline __attribute__((always_inline)) struct conntab_node **
 xh_chain_locked(struct ct_xseg *s, uint32_t h, struct ct_xseg **owner)
 {
-	if (__builtin_expect(s->splitting || s->mult, 0))
+	if (__builtin_expect(!xh_plain_locked(s), 0))
 		return xh_chain_locked_slow(s, h, owner);
 	*owner = s;
 	return &s->head[xh_idx(h)];
@@ -1152,12 +1192,18 @@ out_free:
 /*
  * Writer, @s locked and alive, after an insert made a chain of @chain
  * nodes: split, rehash or widen @s if it is due (xh_maybe_split_slow()).
- * Inline, the two compares that nearly every insert ends with.
+ * Inline, the two compares that nearly every insert ends with: the
+ * count against XH_SPLIT, which every segment must pass to be overfull
+ * (xh_overfull(): its bound grows with its heads, never below XH_SPLIT),
+ * not its own bound, whose shift cost 4 more instructions. A widened
+ * segment between the two (keys aimed at the table) goes to the slow
+ * path, which asks xh_overfull() first and returns.
  */
 static inline void xh_maybe_split(struct ct_exthash *x, struct ct_xseg *s,
 				  size_t chain)
 {
-	if (__builtin_expect(chain > XH_CHAIN_SPLIT || xh_overfull(s), 0))
+	if (__builtin_expect(chain > XH_CHAIN_SPLIT || s->count > XH_SPLIT,
+			     0))
 		xh_maybe_split_slow(x, s, chain);
 }
 
@@ -1566,23 +1612,44 @@ static int xh_insert_evict(struct conntab *t, struct conntab_node *n,
 }
 
 /*
+ * xh_insert_key() into @s (locked, alive) when it is not plain (splitting
+ * or rehashed: xh_plain_locked()), out of line, as far as the read lock's
+ * release; the insert's error.
+ */
+static __attribute__((noinline)) int
+xh_insert_locked_slow(struct ct_exthash *x, struct ct_xseg *s,
+		      struct conntab_node *n)
+{
+	struct conntab_node **head;
+	struct ct_delta d = { 0 };
+	struct ct_xseg *o;
+	int err;
+
+	head = xh_chain_locked_slow(s, n->ct_hash, &o);
+	err = ct_chain_insert_locked(&x->base, head, n, NULL, &d);
+	xh_insert_end(x, s, o, &d);
+	return err;
+}
+
+/*
  * conntab_insert() for a key of hash @h, arguments checked (ops->
  * insert_key): the front end's claim and this backend's insert in one
  * function, as chained_insert_key() is chained's. On a thread the flavor
  * does not count, the front end's path, which counts it for the call
  * (rcu-reg.h). The segment's lock and chain lines are prefetched before
- * the claim's compare-and-swap, from a directory read that is only a
- * hint: xh_lock() reads it again under the same read lock (I5) and locks
- * the live segment, whatever happened to this one meanwhile.
+ * the claim's compare-and-swap, from the directory read that the lock
+ * then starts at: the read lock, taken before it, keeps the segment's
+ * memory (I5), and xh_lock_from() goes on to the live segment if this
+ * one died meanwhile (I3). Reading the directory again after the claim
+ * cost ~10 instructions an insert.
  */
 static inline __attribute__((always_inline)) int
 xh_insert_key(struct conntab *t, struct conntab_node *n,
 	      const struct conntab_key *key, uint32_t h)
 {
 	struct ct_exthash *x = ct_exthash(t);
-	struct conntab_node **head;
 	struct ct_delta d = { 0 };
-	struct ct_xseg *s, *o;
+	struct ct_xseg *s;
 	int err;
 
 	if (__builtin_expect(!ct_writer_counted(t), 0))
@@ -1595,10 +1662,22 @@ xh_insert_key(struct conntab *t, struct conntab_node *n,
 		xh_read_unlock(x);
 		return -EBUSY;
 	}
-	s = xh_lock(x, h);
-	head = xh_chain_locked(s, h, &o);
-	err = ct_chain_insert_locked(t, head, n, NULL, &d);
-	xh_insert_end(x, s, o, &d);
+	s = xh_lock_from(x, h, s);
+	if (__builtin_expect(xh_plain_locked(s), 1)) {
+		err = ct_chain_insert_locked(t, &s->head[xh_idx(h)], n, NULL,
+					     &d);
+		/* No TIME_WAIT node recycled (@recycled NULL). */
+		s->count += (uint32_t)d.entries;
+		xh_count_add(x, d.entries);
+		/* Plain: not splitting, and xh_grow_locked() says no more. */
+		if (d.entries > 0)
+			xh_maybe_split(x, s, d.chain);
+		ct_spin_unlock(&s->lock);
+		xh_resize_step(x);
+		xh_read_unlock(x);
+	} else {
+		err = xh_insert_locked_slow(x, s, n);
+	}
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
 		err = ct_insert_wait(t, n);
 	if (err)
@@ -1648,17 +1727,22 @@ static inline struct conntab_node *xh_find_hashed(struct conntab *t,
 
 CT_READ_OPS_DEFINE(xh, xh_find_hashed, xh_prefetch_head, xh_prefetch_first)
 
-static inline __attribute__((always_inline)) int
-xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
+/*
+ * xh_remove_inline() from @s (locked, alive) when it is not plain
+ * (splitting or rehashed: xh_plain_locked()), out of line, as far as
+ * @s's unlock; the remove's error.
+ */
+static __attribute__((noinline)) int
+xh_remove_locked_slow(struct ct_exthash *x, struct ct_xseg *s,
+		      struct conntab_node *n, bool claimed)
 {
-	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
 	struct conntab_node **head;
-	struct ct_xseg *s, *o;
+	struct ct_xseg *o;
 	int err;
 
-	head = xh_write_begin(x, n->ct_hash, &s, &o);
-	err = ct_chain_remove_locked(t, head, n, &d, claimed);
+	head = xh_chain_locked_slow(s, n->ct_hash, &o);
+	err = ct_chain_remove_locked(&x->base, head, n, &d, claimed);
 	xh_apply(o, &d);
 	xh_count_add(x, d.entries);
 	if (s->splitting) {
@@ -1669,6 +1753,44 @@ xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 		xh_unlock_shrink(x, s);
 	} else {
 		ct_spin_unlock(&s->lock);
+	}
+	return err;
+}
+
+static inline __attribute__((always_inline)) int
+xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
+{
+	struct ct_exthash *x = ct_exthash(t);
+	const uint32_t h = n->ct_hash;
+	struct ct_delta d = { 0 };
+	struct ct_xseg *s;
+	int err;
+
+	xh_read_lock(x);
+	s = xh_lock(x, h);
+	if (__builtin_expect(xh_plain_locked(s), 1)) {
+		err = ct_chain_remove_locked(t, &s->head[xh_idx(h)], n, &d,
+					     claimed);
+		/*
+		 * xh_apply(), with a branch for the rare TIME_WAIT node: as
+		 * two adds, the compiler paired them in vector registers,
+		 * 8 instructions.
+		 */
+		s->count += (uint32_t)d.entries;
+		if (__builtin_expect(d.timewait != 0, 0))
+			s->tw += (uint32_t)d.timewait;
+		xh_count_add(x, d.entries);
+		/*
+		 * Plain (XH_HEADS heads) and not splitting: of
+		 * xh_unlock_shrink()'s tests, what is left to ask.
+		 */
+		if (__builtin_expect(err || s->count > XH_MERGE || !s->depth,
+				     1))
+			ct_spin_unlock(&s->lock);
+		else
+			xh_unlock_shrink_slow(x, s);
+	} else {
+		err = xh_remove_locked_slow(x, s, n, claimed);
 	}
 	xh_resize_step(x);
 	xh_read_unlock(x);
