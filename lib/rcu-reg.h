@@ -270,28 +270,59 @@ static inline void ct_rl_slave(int barrier_ok)
 }
 #endif
 
+#ifdef CT_URCU_INLINE_READ_LOCK
+/* _urcu_memb_read_lock() and its like, 0.13, on reader state @r. */
+static inline void ct_rl_lock(struct urcu_reader *r, const struct urcu_gp *gp,
+			      int barrier_ok)
+{
+	unsigned long tmp;
+
+	cmm_barrier();
+	tmp = r->ctr;
+	if (caa_likely(!(tmp & URCU_GP_CTR_NEST_MASK))) {
+		_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(gp->ctr));
+		ct_rl_slave(barrier_ok);
+	} else {
+		_CMM_STORE_SHARED(r->ctr, tmp + URCU_GP_COUNT);
+	}
+}
+
+/* _urcu_memb_read_unlock() and its like, 0.13, on reader state @r. */
+static inline void ct_rl_unlock(struct urcu_reader *r, struct urcu_gp *gp,
+				int barrier_ok,
+				const struct ct_reg_family *fam)
+{
+	unsigned long tmp = r->ctr;
+
+	if (caa_likely((tmp & URCU_GP_CTR_NEST_MASK) == URCU_GP_COUNT)) {
+		ct_rl_slave(barrier_ok);
+		_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
+		ct_rl_slave(barrier_ok);
+		/*
+		 * urcu_common_wake_up_gp(): a sleeping grace period. Its
+		 * uatomic_read() is a volatile load; relaxed here, the same
+		 * load, and one ThreadSanitizer sees as atomic where two
+		 * writers race to wake.
+		 */
+		if (caa_unlikely(__atomic_load_n(&gp->futex,
+						 __ATOMIC_RELAXED) == -1))
+			ct_rl_wake(fam);
+	} else {
+		_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
+	}
+	cmm_barrier();
+}
+#endif
+
 static inline void ct_writer_read_lock(const struct conntab *t)
 {
 #ifdef CT_URCU_INLINE_READ_LOCK
 	struct urcu_reader *r = ct_rl_reader(t);
-	const struct urcu_gp *gp;
-	unsigned long tmp;
-	int barrier_ok;
 
 	if (r) {
 		if (ct_reg_cache.kind == CT_REG_QSBR)
 			return;		/* online: counted, and that is all */
-		gp = ct_reg_cache.gp;
-		barrier_ok = ct_reg_cache.barrier_ok;
-		/* _urcu_memb_read_lock() and its like, 0.13 */
-		cmm_barrier();
-		tmp = r->ctr;
-		if (caa_likely(!(tmp & URCU_GP_CTR_NEST_MASK))) {
-			_CMM_STORE_SHARED(r->ctr, _CMM_LOAD_SHARED(gp->ctr));
-			ct_rl_slave(barrier_ok);
-		} else {
-			_CMM_STORE_SHARED(r->ctr, tmp + URCU_GP_COUNT);
-		}
+		ct_rl_lock(r, ct_reg_cache.gp, ct_reg_cache.barrier_ok);
 		return;
 	}
 #endif
@@ -302,39 +333,130 @@ static inline void ct_writer_read_unlock(const struct conntab *t)
 {
 #ifdef CT_URCU_INLINE_READ_LOCK
 	struct urcu_reader *r = ct_rl_reader(t);
-	struct urcu_gp *gp;
-	unsigned long tmp;
-	int barrier_ok;
 
 	if (r) {
 		if (ct_reg_cache.kind == CT_REG_QSBR)
 			return;
-		gp = ct_reg_cache.gp;
-		barrier_ok = ct_reg_cache.barrier_ok;
-		/* _urcu_memb_read_unlock() and its like, 0.13 */
-		tmp = r->ctr;
-		if (caa_likely((tmp & URCU_GP_CTR_NEST_MASK) ==
-			       URCU_GP_COUNT)) {
-			ct_rl_slave(barrier_ok);
-			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
-			ct_rl_slave(barrier_ok);
-			/*
-			 * urcu_common_wake_up_gp(): a sleeping grace period.
-			 * Its uatomic_read() is a volatile load; relaxed
-			 * here, the same load, and one ThreadSanitizer
-			 * sees as atomic where two writers race to wake.
-			 */
-			if (caa_unlikely(__atomic_load_n(&gp->futex,
-					 __ATOMIC_RELAXED) == -1))
-				ct_rl_wake(t->reg);
-		} else {
-			_CMM_STORE_SHARED(r->ctr, tmp - URCU_GP_COUNT);
-		}
-		cmm_barrier();
+		ct_rl_unlock(r, ct_reg_cache.gp, ct_reg_cache.barrier_ok,
+			     t->reg);
 		return;
 	}
 #endif
 	t->flavor->read_unlock();
+}
+
+/*
+ * A writer's entry and exit in one step each: ct_writer_counted() and
+ * ct_writer_read_lock() from one read of this thread's cache, and an
+ * unlock told what the lock did.
+ *
+ * ct_writer_counted(), then the lock, then the unlock each asked the
+ * cache again: some 20 of the ~46 instructions the read lock cost each
+ * exthash and trie write. ct_writer_lock() asks once and returns a
+ * token for ct_writer_unlock():
+ *
+ *   CT_WL_UNCOUNTED (0): the thread is not counted, as
+ *	ct_writer_counted() says false; nothing is held, and the caller
+ *	takes the front end's path (ct_thread_enter());
+ *   CT_WL_FLAVOR: t->flavor->read_lock() was called (the flavor is not
+ *	identified, its symbols were not resolved, or the inline lock is
+ *	not built); the unlock calls the flavor's;
+ *   CT_WL_NOTHING: QSBR, the thread online: its read lock is nothing;
+ *   else the address of the thread's struct urcu_reader, whose counter
+ *	the lock set inline; the unlock drops it inline.
+ *
+ * Why the unlock may trust the token rather than ask the cache again, as
+ * ct_writer_read_unlock() does: everything the token stands for holds
+ * until the unlock, whatever the thread does in between. The reader
+ * state's address is the thread's for life; the thread's registration
+ * (QSBR: its being online) cannot change inside a read-side critical
+ * section, which liburcu forbids; the family's gp is resolved once and
+ * never changes. Only the thread's cache may move, to another family (an
+ * eviction's rank callback writing to a table of another flavor), which
+ * is why the unlock reads gp and the barrier flag from the family
+ * (t->wreg->sync), not from the cache: the flag read there is the one
+ * liburcu's own inline unlock reads, and memb's is set once, at
+ * liburcu's init, and never cleared (a 0 read at the lock and a 1 at the
+ * unlock is a fence and a compiler barrier, each right for its moment).
+ *
+ * The token pairs only a lock and an unlock in one function; code that
+ * unlocks elsewhere (exthash's slow paths) keeps ct_writer_read_unlock(),
+ * which may release a lock taken inline and the other way round, as
+ * above.
+ */
+#define CT_WL_UNCOUNTED	((uintptr_t)0)
+#define CT_WL_FLAVOR	((uintptr_t)1)
+#define CT_WL_NOTHING	((uintptr_t)2)
+
+static inline uintptr_t ct_writer_lock(const struct conntab *t)
+{
+	const struct ct_reg_family *fam = t->wreg;
+	const struct ct_reg_cache *c = &ct_reg_cache;
+	struct urcu_reader *r;
+
+	if (!fam) {
+#ifdef CT_DEBUG
+		if (t->ops->registered_writers)
+			return CT_WL_UNCOUNTED;	/* ct_thread_enter() checks */
+#endif
+		t->flavor->read_lock();
+		return CT_WL_FLAVOR;
+	}
+	if (c->family != fam)
+		return CT_WL_UNCOUNTED;
+	if (c->kind == CT_REG_QSBR) {
+		if (!((const struct urcu_qsbr_reader *)c->reader)->ctr)
+			return CT_WL_UNCOUNTED;
+#ifdef CT_URCU_INLINE_READ_LOCK
+		if (c->gp)
+			return CT_WL_NOTHING;	/* online: counted */
+#endif
+		t->flavor->read_lock();
+		return CT_WL_FLAVOR;
+	}
+	r = (struct urcu_reader *)c->reader;
+	if (!r->registered)
+		return CT_WL_UNCOUNTED;
+#ifdef CT_URCU_INLINE_READ_LOCK
+	if (c->gp) {
+		ct_rl_lock(r, c->gp, c->barrier_ok);
+		return (uintptr_t)r;
+	}
+#endif
+	t->flavor->read_lock();
+	return CT_WL_FLAVOR;
+}
+
+/*
+ * ct_writer_lock() for a call whose thread is counted already (the front
+ * end's path, after ct_thread_enter(), or a debug build's unidentified
+ * flavor): never CT_WL_UNCOUNTED.
+ */
+static inline uintptr_t ct_writer_lock_counted(const struct conntab *t)
+{
+	uintptr_t wl = ct_writer_lock(t);
+
+	if (wl == CT_WL_UNCOUNTED) {
+		t->flavor->read_lock();
+		wl = CT_WL_FLAVOR;
+	}
+	return wl;
+}
+
+static inline void ct_writer_unlock(const struct conntab *t, uintptr_t wl)
+{
+#ifdef CT_URCU_INLINE_READ_LOCK
+	const struct ct_reg_sync *sync;
+
+	if (caa_likely(wl > CT_WL_NOTHING)) {
+		sync = &t->wreg->sync;
+		ct_rl_unlock((struct urcu_reader *)wl, sync->gp,
+			     *sync->barrier_ok, t->wreg);
+		return;
+	}
+#endif
+	if (wl == CT_WL_FLAVOR)
+		t->flavor->read_unlock();
 }
 
 /*

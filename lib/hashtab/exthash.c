@@ -1657,16 +1657,17 @@ xh_insert_key(struct conntab *t, struct conntab_node *n,
 	struct ct_exthash *x = ct_exthash(t);
 	struct ct_delta d = { 0 };
 	struct ct_xseg *s;
+	uintptr_t wl;
 	int err;
 
-	if (__builtin_expect(!ct_writer_counted(t), 0))
+	wl = ct_writer_lock(t);
+	if (__builtin_expect(wl == CT_WL_UNCOUNTED, 0))
 		return ct_insert_generic(t, n, key);
-	xh_read_lock(x);
 	s = xh_seg_rcu(x, h);
 	__builtin_prefetch(s, 1);
 	__builtin_prefetch(&s->head[xh_idx(h)], 1);
 	if (!ct_node_claim_key(n, t, key, h)) {
-		xh_read_unlock(x);
+		ct_writer_unlock(t, wl);
 		return -EBUSY;
 	}
 	s = xh_lock_from(x, h, s);
@@ -1681,8 +1682,9 @@ xh_insert_key(struct conntab *t, struct conntab_node *n,
 			xh_maybe_split(x, s, d.chain);
 		ct_spin_unlock(&s->lock);
 		xh_resize_step(x);
-		xh_read_unlock(x);
+		ct_writer_unlock(t, wl);
 	} else {
+		/* It unlocks with ct_writer_read_unlock(): rcu-reg.h */
 		err = xh_insert_locked_slow(x, s, n);
 	}
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
@@ -1764,8 +1766,13 @@ xh_remove_locked_slow(struct ct_exthash *x, struct ct_xseg *s,
 	return err;
 }
 
+/*
+ * Remove @n under the read lock that @wl stands for (ct_writer_lock():
+ * taken by the caller, dropped here, the caller's token handed over).
+ */
 static inline __attribute__((always_inline)) int
-xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
+xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed,
+		 uintptr_t wl)
 {
 	struct ct_exthash *x = ct_exthash(t);
 	const uint32_t h = n->ct_hash;
@@ -1773,7 +1780,6 @@ xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 	struct ct_xseg *s;
 	int err;
 
-	xh_read_lock(x);
 	s = xh_lock(x, h);
 	if (__builtin_expect(xh_plain_locked(s), 1)) {
 		err = ct_chain_remove_locked(t, &s->head[xh_idx(h)], n, &d,
@@ -1800,13 +1806,13 @@ xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed)
 		err = xh_remove_locked_slow(x, s, n, claimed);
 	}
 	xh_resize_step(x);
-	xh_read_unlock(x);
+	ct_writer_unlock(t, wl);
 	return err;
 }
 
 static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
 {
-	return xh_remove_inline(t, n, claimed);
+	return xh_remove_inline(t, n, claimed, ct_writer_lock_counted(t));
 }
 
 /*
@@ -1817,11 +1823,12 @@ static int xh_remove(struct conntab *t, struct conntab_node *n, bool claimed)
  */
 static int xh_remove_single(struct conntab *t, struct conntab_node *n)
 {
+	uintptr_t wl = ct_writer_lock(t);
 	int err;
 
-	if (__builtin_expect(!ct_writer_counted(t), 0))
+	if (__builtin_expect(wl == CT_WL_UNCOUNTED, 0))
 		return ct_remove_uncounted(t, n);
-	err = xh_remove_inline(t, n, false);
+	err = xh_remove_inline(t, n, false, wl);
 	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 

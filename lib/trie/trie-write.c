@@ -1103,6 +1103,17 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held)
 {
+	return ct_t_insert_wl(tr, n, recycled, held,
+			      ct_writer_lock_counted(&tr->base));
+}
+
+/*
+ * ct_t_insert() under the read lock that @wl stands for (ct_writer_lock():
+ * taken by the caller, dropped here).
+ */
+int ct_t_insert_wl(struct ct_trie *tr, struct conntab_node *n,
+		   struct conntab_node **recycled, bool held, uintptr_t wl)
+{
 	uint8_t s[CT_KEY_STR_BUF];
 	struct ct_tins ins = {
 		.tr = tr, .leaf = ct_w_of(n), .s = s,
@@ -1112,7 +1123,6 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 	int err;
 
 	ins.L = ct_key_str(&n->ct_key, s) * 8;
-	ct_writer_read_lock(&tr->base);
 	do {
 		ins.fix = false;
 		err = ct_t_insert_fast(&ins);
@@ -1123,7 +1133,7 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		if (ins.fix)
 			ct_t_fix(tr, s);
 	} while (err == -EAGAIN);
-	ct_writer_read_unlock(&tr->base);
+	ct_writer_unlock(&tr->base, wl);
 	/* A recycle replaces a counted node, and so does an eviction. */
 	if (!err && !held && !(recycled && *recycled))
 		ct_t_count(tr, 1, 0);	/* linked ESTABLISHED (lib/conntab.c) */
@@ -1148,14 +1158,17 @@ int ct_trie_insert(struct conntab *t, struct conntab_node *n,
 int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
 		       const struct conntab_key *key)
 {
+	uintptr_t wl = ct_writer_lock(t);
 	int err;
 
-	if (__builtin_expect(!ct_writer_counted(t), 0))
+	if (__builtin_expect(wl == CT_WL_UNCOUNTED, 0))
 		return ct_insert_generic(t, n, key);
 	ct_trie_prefetch(t, key, 0);
-	if (!ct_node_claim_key(n, t, key, 0))
+	if (!ct_node_claim_key(n, t, key, 0)) {
+		ct_writer_unlock(t, wl);
 		return -EBUSY;
-	err = ct_t_insert(ct_trie(t), n, NULL, false);
+	}
+	err = ct_t_insert_wl(ct_trie(t), n, NULL, false, wl);
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
 		err = ct_insert_wait(t, n);
 	if (err)
@@ -1384,13 +1397,23 @@ static inline int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
 int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 		bool counted)
 {
+	return ct_t_remove_wl(tr, n, evict, counted,
+			      ct_writer_lock_counted(&tr->base));
+}
+
+/*
+ * ct_t_remove() under the read lock that @wl stands for (ct_writer_lock():
+ * taken by the caller, dropped here).
+ */
+int ct_t_remove_wl(struct ct_trie *tr, struct conntab_node *n, bool evict,
+		   bool counted, uintptr_t wl)
+{
 	uint8_t s[CT_KEY_STR_BUF];
 	bool fix;
 	int err;
 
 	ct_key_str(&n->ct_key, s);
-	ct_t_prefetch_root(tr, s);	/* its miss overlaps the read lock */
-	ct_writer_read_lock(&tr->base);
+	ct_t_prefetch_root(tr, s);
 	for (;;) {
 		fix = false;
 		err = ct_t_remove1(tr, n, s, evict, counted, &fix);
@@ -1401,7 +1424,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 		if (!evict)
 			ct_node_wait_evict(n, &tr->base);
 	}
-	ct_writer_read_unlock(&tr->base);
+	ct_writer_unlock(&tr->base, wl);
 	return err;
 }
 
@@ -1417,11 +1440,12 @@ int ct_trie_remove(struct conntab *t, struct conntab_node *n, bool claimed)
  */
 int ct_trie_remove_single(struct conntab *t, struct conntab_node *n)
 {
+	uintptr_t wl = ct_writer_lock(t);
 	int err;
 
-	if (__builtin_expect(!ct_writer_counted(t), 0))
+	if (__builtin_expect(wl == CT_WL_UNCOUNTED, 0))
 		return ct_remove_uncounted(t, n);
-	err = ct_t_remove(ct_trie(t), n, false, true);
+	err = ct_t_remove_wl(ct_trie(t), n, false, true, wl);
 	return err == CT_ECLAIMED ? ct_remove_wait(t, n) : err;
 }
 

@@ -620,6 +620,11 @@ int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
 		struct conntab_node **recycled, bool held);
 int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 		bool counted);
+/* The same under the read lock that @wl stands for (lib/rcu-reg.h). */
+int ct_t_insert_wl(struct ct_trie *tr, struct conntab_node *n,
+		   struct conntab_node **recycled, bool held, uintptr_t wl);
+int ct_t_remove_wl(struct ct_trie *tr, struct conntab_node *n, bool evict,
+		   bool counted, uintptr_t wl);
 int ct_trie_timewait(struct conntab *t, struct conntab_node *est,
 		     struct conntab_node *tw);
 
