@@ -39,8 +39,10 @@
  *     before the first node leaves it, and never change afterwards.
  *  I2 Nodes leave a chain of a dying segment tail first, and each is
  *     linked at the head of the chain of its hash in its successor before
- *     it is cut off the dying chain; every store into a chain link of this
- *     backend is a release store. So a reader that walks the chain of its
+ *     it is cut off the dying chain (a merge moves a whole chain whose
+ *     nodes all go to one chain the same way: linked, then cut off in
+ *     one store); every store into a chain link of this backend is a
+ *     release store. So a reader that walks the chain of its
  *     hash in a segment and then (after an acquire fence) in every
  *     successor it finds has passed every node present throughout its
  *     lookup.
@@ -1197,6 +1199,44 @@ out_free:
 }
 
 /*
+ * Writer, merge: move @from's chains (@from locked, dying, succ[] = @to:
+ * I1) to @to, which indexes alike (same mult and shift), so that every
+ * node of chain i goes to chain i of @to: each chain whole, not node by
+ * node as xh_move_chain() does. Its tail is linked to @to's chain, its
+ * first node made @to's head, and only then is it cut off @from (I2:
+ * every node is in @to's chain before it leaves @from's; a reader on
+ * @from's chain before the cut walks on into @to's and ends on a foreign
+ * marker, after it finds it empty; either way it then walks @to through
+ * succ[]). Node by node, the moves of the merges that empty a table of
+ * 1M cost each remove ~50 instructions (callgrind, bench/conntab-bench
+ * --workload remove); xh_merge_chains_ok() has just walked the nodes,
+ * so finding each tail misses nothing.
+ */
+static void xh_splice_chains(struct ct_xseg *from, struct ct_xseg *to)
+{
+	struct conntab_node *first, *n;
+	unsigned int i;
+
+	for (i = 0; i < xh_nheads(from); i++) {
+		first = from->head[i];
+		if (ct_is_nulls(first))
+			continue;
+		for (n = first; !ct_is_nulls(n->ct_next); n = n->ct_next)
+			;
+		ct_delay(CT_DP_XH_PUB_MOVE_LINK);
+		ct_rcu_assign(n->ct_next, to->head[i]);
+		ct_delay(CT_DP_XH_PUB_MOVE_HEAD);
+		ct_rcu_assign(to->head[i], first);
+		ct_delay(CT_DP_XH_UNLINK_MOVE);
+		ct_rcu_assign(from->head[i], xh_marker(from, i));
+	}
+	to->count += from->count;
+	to->tw += from->tw;
+	from->count = 0;
+	from->tw = 0;
+}
+
+/*
  * Writer, @s locked and alive, after an insert made a chain of @chain
  * nodes: split, rehash or widen @s if it is due (xh_maybe_split_slow()).
  * Inline, the two compares that nearly every insert ends with: the
@@ -1239,6 +1279,18 @@ static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o,
 	struct conntab_node *n;
 	unsigned int c, i;
 
+	/*
+	 * The nodes are cold (a table shrinks as it drains: nobody looked
+	 * at them for a while), and at <= XH_MERGE nodes over 2 x 64 chains
+	 * nearly all are the first of theirs: start all their misses at
+	 * once, or the walk below waits for each in turn (the merges of a
+	 * table drained from 1M to empty walk ~0.5 nodes a remove). The
+	 * moves then find them cached.
+	 */
+	for (c = 0; c < 2; c++)
+		for (i = 0; i < xh_nheads(seg[c]); i++)
+			if (!ct_is_nulls(n = seg[c]->head[i]))
+				__builtin_prefetch(n);
 	for (c = 0; c < 2; c++)
 		for (i = 0; i < xh_nheads(seg[c]); i++)
 			for (n = seg[c]->head[i]; !ct_is_nulls(n);
@@ -1259,8 +1311,8 @@ static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o,
 static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 				     bool *halve)
 {
-	struct ct_xseg *o, *m, *batch, *batch2;
-	unsigned int l = s->depth;
+	struct ct_xseg *o, *m, *batch, *batch2, *half[2];
+	unsigned int c, l = s->depth;
 	struct ct_xdir *d;
 	uint32_t mult;
 
@@ -1291,8 +1343,14 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	ct_rcu_assign(s->succ[1], m);
 	ct_rcu_assign(o->succ[0], m);
 	ct_rcu_assign(o->succ[1], m);
-	xh_move_chains(s, 0, xh_nheads(s));
-	xh_move_chains(o, 0, xh_nheads(o));
+	half[0] = s;
+	half[1] = o;
+	for (c = 0; c < 2; c++) {
+		if (half[c]->mult == mult && half[c]->shift == XH_SHIFT)
+			xh_splice_chains(half[c], m);
+		else
+			xh_move_chains(half[c], 0, xh_nheads(half[c]));
+	}
 	ct_spin_lock(&x->dir_lock);
 	xh_publish(x, m);
 	x->nd[l] -= 2;
