@@ -249,7 +249,12 @@ struct ct_xseg {
 	uint8_t shift;			/* 1 << shift chain heads, fixed */
 	uint32_t prefix;		/* top l bits of its hashes, fixed */
 	uint32_t mult;			/* chain index (xh_idx_of), fixed */
-	uint32_t count;			/* nodes in its chains (under lock) */
+	/*
+	 * Nodes in its chains: written under the lock, with xh_count_set()
+	 * (relaxed, so that xh_merge_once() may read a buddy's unlocked, as
+	 * a hint).
+	 */
+	uint32_t count;
 	uint32_t tw;			/* of which TIME_WAIT (under lock) */
 	uint32_t moved;			/* chains emptied by a split (lock) */
 	/* Writer only, fixed: the count its generation (rehash, widening or
@@ -364,6 +369,12 @@ static inline size_t xh_seg_bytes(unsigned int shift)
 {
 	return sizeof(struct ct_xseg) +
 	       (sizeof(struct conntab_node *) << shift);
+}
+
+/* Writer, @s locked: its count is now @v (see struct ct_xseg). */
+static inline void xh_count_set(struct ct_xseg *s, uint32_t v)
+{
+	__atomic_store_n(&s->count, v, __ATOMIC_RELAXED);
 }
 
 /* The bit a segment of depth @depth splits on: successor index of @h. */
@@ -766,8 +777,8 @@ static void xh_move_chain(struct ct_xseg *from, unsigned int i)
 		/* Only now cut n off; the chain ends on its marker again. */
 		ct_delay(CT_DP_XH_UNLINK_MOVE);
 		ct_rcu_assign(*pp, end);
-		to->count++;
-		from->count--;
+		xh_count_set(to, to->count + 1);
+		xh_count_set(from, from->count - 1);
 		if (n->ct_state == CONNTAB_TIMEWAIT) {
 			to->tw++;
 			from->tw--;
@@ -1199,6 +1210,19 @@ out_free:
 }
 
 /*
+ * The non-empty chains of a merge's two halves, which hold at most
+ * XH_MERGE nodes together, and so at most as many non-empty chains: what
+ * xh_merge_chains_ok() found, for xh_splice_chains(). Listed once, they
+ * spare the check and the moves two more passes over 2 x 64 heads, most
+ * of them empty (~40 instructions a remove when merges empty a table).
+ */
+_Static_assert(XH_MAX_SHIFT <= 16, "a head's index in a uint16_t");
+struct xh_merge_list {
+	unsigned int n[2];			/* chains listed, per half */
+	uint16_t idx[2][XH_MERGE];		/* their heads' indices */
+};
+
+/*
  * Writer, merge: move @from's chains (@from locked, dying, succ[] = @to:
  * I1) to @to, which indexes alike (same mult and shift), so that every
  * node of chain i goes to chain i of @to: each chain whole, not node by
@@ -1207,20 +1231,21 @@ out_free:
  * every node is in @to's chain before it leaves @from's; a reader on
  * @from's chain before the cut walks on into @to's and ends on a foreign
  * marker, after it finds it empty; either way it then walks @to through
- * succ[]). Node by node, the moves of the merges that empty a table of
- * 1M cost each remove ~50 instructions (callgrind, bench/conntab-bench
- * --workload remove); xh_merge_chains_ok() has just walked the nodes,
- * so finding each tail misses nothing.
+ * succ[]). @idx lists @from's @nidx non-empty chains. Node by node, the
+ * moves of the merges that empty a table of 1M cost each remove ~50
+ * instructions (callgrind, bench/conntab-bench --workload remove);
+ * xh_merge_chains_ok() has just walked the nodes, so finding each tail
+ * misses nothing.
  */
-static void xh_splice_chains(struct ct_xseg *from, struct ct_xseg *to)
+static void xh_splice_chains(struct ct_xseg *from, struct ct_xseg *to,
+			     const uint16_t *idx, unsigned int nidx)
 {
 	struct conntab_node *first, *n;
-	unsigned int i;
+	unsigned int i, k;
 
-	for (i = 0; i < xh_nheads(from); i++) {
+	for (k = 0; k < nidx; k++) {
+		i = idx[k];
 		first = from->head[i];
-		if (ct_is_nulls(first))
-			continue;
 		for (n = first; !ct_is_nulls(n->ct_next); n = n->ct_next)
 			;
 		ct_delay(CT_DP_XH_PUB_MOVE_LINK);
@@ -1230,9 +1255,9 @@ static void xh_splice_chains(struct ct_xseg *from, struct ct_xseg *to)
 		ct_delay(CT_DP_XH_UNLINK_MOVE);
 		ct_rcu_assign(from->head[i], xh_marker(from, i));
 	}
-	to->count += from->count;
+	xh_count_set(to, to->count + from->count);
 	to->tw += from->tw;
-	from->count = 0;
+	xh_count_set(from, 0);
 	from->tw = 0;
 }
 
@@ -1272,12 +1297,12 @@ xh_grow_locked(struct ct_exthash *x, struct ct_xseg *s,
  * segments' heads.
  */
 static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o,
-			       uint32_t mult)
+			       uint32_t mult, struct xh_merge_list *ml)
 {
 	unsigned char len[XH_HEADS] = { 0 };
 	struct ct_xseg *seg[2] = { s, o };
+	unsigned int c, i, k, nh, nl = 0;
 	struct conntab_node *n;
-	unsigned int c, i;
 
 	/*
 	 * The nodes are cold (a table shrinks as it drains: nobody looked
@@ -1287,13 +1312,22 @@ static bool xh_merge_chains_ok(struct ct_xseg *s, struct ct_xseg *o,
 	 * table drained from 1M to empty walk ~0.5 nodes a remove). The
 	 * moves then find them cached.
 	 */
+	for (c = 0; c < 2; c++) {
+		nh = xh_nheads(seg[c]);
+		ml->n[c] = 0;
+		for (i = 0; i < nh; i++) {
+			if (ct_is_nulls(n = seg[c]->head[i]))
+				continue;
+			/* More chains than nodes: counts gone wrong. */
+			if (nl++ == XH_MERGE)
+				return false;
+			__builtin_prefetch(n);
+			ml->idx[c][ml->n[c]++] = (uint16_t)i;
+		}
+	}
 	for (c = 0; c < 2; c++)
-		for (i = 0; i < xh_nheads(seg[c]); i++)
-			if (!ct_is_nulls(n = seg[c]->head[i]))
-				__builtin_prefetch(n);
-	for (c = 0; c < 2; c++)
-		for (i = 0; i < xh_nheads(seg[c]); i++)
-			for (n = seg[c]->head[i]; !ct_is_nulls(n);
+		for (k = 0; k < ml->n[c]; k++)
+			for (n = seg[c]->head[ml->idx[c][k]]; !ct_is_nulls(n);
 			     n = n->ct_next)
 				if (++len[xh_idx_fn(mult, XH_SHIFT,
 						    n->ct_hash)] >
@@ -1312,6 +1346,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 				     bool *halve)
 {
 	struct ct_xseg *o, *m, *batch, *batch2, *half[2];
+	struct xh_merge_list ml;
 	unsigned int c, l = s->depth;
 	struct ct_xdir *d;
 	uint32_t mult;
@@ -1322,15 +1357,26 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	if (l > d->depth)
 		return NULL;
 	o = ct_rcu_deref(d->slot[(size_t)(s->prefix ^ 1) << (d->depth - l)]);
+	/*
+	 * Most removes from a light segment meet a buddy too full to merge
+	 * (half the removes that drain a table: 540K of 1M): its count, read
+	 * unlocked, spares them the buddy's lock. Only a hint: the locked
+	 * test below decides. A stale count may skip a merge the lock would
+	 * have allowed, as a failed trylock does; either way the next remove
+	 * from either buddy tries again.
+	 */
+	if (o == s ||
+	    s->count + __atomic_load_n(&o->count, __ATOMIC_RELAXED) > XH_MERGE)
+		return NULL;
 	/* I6: the buddy is only try-locked, so any order is deadlock-free. */
-	if (o == s || !ct_spin_trylock(&o->lock))
+	if (!ct_spin_trylock(&o->lock))
 		return NULL;
 	ct_delay(CT_DP_XH_LOCK_BUDDY);
 	/* A rehashed half keeps its merge rehashed (XH_CHAIN_SPLIT). */
 	mult = s->mult ? s->mult : o->mult;
 	if (o->dead || o->splitting || o->depth != l ||
 	    o->prefix != (s->prefix ^ 1) || s->count + o->count > XH_MERGE ||
-	    !xh_merge_chains_ok(s, o, mult))
+	    !xh_merge_chains_ok(s, o, mult, &ml))
 		goto out_unlock;
 	m = xh_seg_new(l - 1, s->prefix >> 1, XH_SHIFT, mult);
 	if (!m)
@@ -1347,7 +1393,7 @@ static struct ct_xseg *xh_merge_once(struct ct_exthash *x, struct ct_xseg *s,
 	half[1] = o;
 	for (c = 0; c < 2; c++) {
 		if (half[c]->mult == mult && half[c]->shift == XH_SHIFT)
-			xh_splice_chains(half[c], m);
+			xh_splice_chains(half[c], m, ml.idx[c], ml.n[c]);
 		else
 			xh_move_chains(half[c], 0, xh_nheads(half[c]));
 	}
@@ -1503,7 +1549,7 @@ static void xh_destroy(struct conntab *t,
 /* Apply a chain operation's counts to its segment (segment locked). */
 static void xh_apply(struct ct_xseg *s, const struct ct_delta *d)
 {
-	s->count += (uint32_t)d->entries;
+	xh_count_set(s, s->count + (uint32_t)d->entries);
 	s->tw += (uint32_t)d->timewait;
 }
 
@@ -1602,7 +1648,7 @@ static bool xh_evict(struct ct_exthash *x, struct ct_xseg *s,
 		return false;
 	vs = v->owner;
 	ct_victim_unlink(v);
-	vs->count--;
+	xh_count_set(vs, vs->count - 1);
 	if (v->node->ct_state == CONNTAB_TIMEWAIT)
 		vs->tw--;
 	xh_count_add(x, -1);
@@ -1733,7 +1779,7 @@ xh_insert_key(struct conntab *t, struct conntab_node *n,
 		err = ct_chain_insert_locked(t, &s->head[xh_idx(h)], n, NULL,
 					     &d);
 		/* No TIME_WAIT node recycled (@recycled NULL). */
-		s->count += (uint32_t)d.entries;
+		xh_count_set(s, s->count + (uint32_t)d.entries);
 		xh_count_add(x, d.entries);
 		/* Plain: not splitting, and xh_grow_locked() says no more. */
 		if (d.entries > 0)
@@ -1847,7 +1893,7 @@ xh_remove_inline(struct conntab *t, struct conntab_node *n, bool claimed,
 		 * two adds, the compiler paired them in vector registers,
 		 * 8 instructions.
 		 */
-		s->count += (uint32_t)d.entries;
+		xh_count_set(s, s->count + (uint32_t)d.entries);
 		if (__builtin_expect(d.timewait != 0, 0))
 			s->tw += (uint32_t)d.timewait;
 		xh_count_add(x, d.entries);
