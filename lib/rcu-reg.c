@@ -199,6 +199,7 @@ static const void *ct_reg_reader(const struct ct_reg_family *fam)
 	c->gp = __atomic_load_n(&fam->sync.gp, __ATOMIC_ACQUIRE);
 	if (c->gp)
 		c->barrier_ok = *fam->sync.barrier_ok;
+	c->inl = c->kind == CT_REG_COMMON && c->gp ? (uintptr_t)fam | 1 : 0;
 #endif
 	return reader;
 }

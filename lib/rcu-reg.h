@@ -110,6 +110,12 @@ struct ct_reg_cache {
 	 */
 	int barrier_ok;
 	struct urcu_gp *gp;
+	/*
+	 * ct_writer_lock()'s one test: family | 1 where the inline lock
+	 * applies to the family as cached (memb, mb or signal, gp
+	 * resolved), else 0; never equal to a NULL family's 1.
+	 */
+	uintptr_t inl;
 };
 
 extern CT_TLS struct ct_reg_cache ct_reg_cache;
@@ -394,6 +400,16 @@ static inline uintptr_t ct_writer_lock(const struct conntab *t)
 	const struct ct_reg_cache *c = &ct_reg_cache;
 	struct urcu_reader *r;
 
+#ifdef CT_URCU_INLINE_READ_LOCK
+	/* Nearly every write: memb, mb or signal, inline. */
+	if (caa_likely(c->inl == ((uintptr_t)fam | 1))) {
+		r = (struct urcu_reader *)c->reader;
+		if (caa_unlikely(!r->registered))
+			return CT_WL_UNCOUNTED;
+		ct_rl_lock(r, c->gp, c->barrier_ok);
+		return (uintptr_t)r;
+	}
+#endif
 	if (!fam) {
 #ifdef CT_DEBUG
 		if (t->ops->registered_writers)
