@@ -955,6 +955,195 @@ START_TEST(writer_lock_nested)
 END_TEST
 
 /*
+ * The exthash and trie writers' own unlock (ct_writer_unlock(), after
+ * ct_writer_lock(): conntab_insert() and conntab_remove() of a single
+ * node) wakes a grace period that went to sleep waiting for the writer
+ * inside: writer_lock_gp_waits sees the unlock of an eviction's sample
+ * wake one, which is another. A registered thread inserts and removes
+ * one key over and over (a table of one node: its segment never splits,
+ * so no slow path takes over the unlock); SIGUSR2 lands in it until its
+ * handler finds the thread inside the read-side critical section of the
+ * call wanted (rcu_read_ongoing(): no other writer's section is there
+ * to be in), and holds it there while a grace period started from
+ * another thread goes to sleep on its futex waiting for it. Then the
+ * handler returns, the call ends, the thread stops, and nothing else
+ * takes or drops a read lock: only that call's unlock can wake the grace
+ * period. One that is still asleep after WU_WAIT_MS (a grace period takes
+ * microseconds; this is "never") fails the test; the main thread's own
+ * read unlock, liburcu's, wakes it first. memb, mb and signal: QSBR's
+ * writers take no read lock, bp's grace period does not sleep on a futex.
+ */
+#if !defined(T_FLAVOR_BP) && !defined(T_FLAVOR_QSBR)
+#define WU_WAIT_MS	10000
+#define WU_TRIES	100000
+
+enum { WU_NONE, WU_INSERT, WU_REMOVE };
+
+struct wu {
+	struct conntab *t;
+	struct tconn c;
+	int want;		/* the call to catch */
+	int op;			/* the call the writer is in, or WU_NONE */
+	int ready, stop, done, bye;
+	int answer;		/* the handler's: 1 caught, -1 missed */
+	int release;		/* the handler may return */
+	unsigned long ops, bad;
+};
+
+static struct wu wu;
+
+static void wu_handler(int sig)
+{
+	const struct timespec ts = { 0, 100000 };
+
+	(void)sig;
+	if (__atomic_load_n(&wu.op, __ATOMIC_RELAXED) != wu.want ||
+	    !rcu_read_ongoing()) {
+		__atomic_store_n(&wu.answer, -1, __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_store_n(&wu.answer, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&wu.release, __ATOMIC_ACQUIRE))
+		nanosleep(&ts, NULL);
+}
+
+/* One insert and one remove of key 1, each announced in wu.op. */
+static int wu_step(struct wu *w, const struct conntab_key *k)
+{
+	conntab_node_init(&w->c.node);
+	__atomic_store_n(&w->op, WU_INSERT, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	w->bad += conntab_insert(w->t, &w->c.node, k) != 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&w->op, WU_NONE, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+		return 0;
+	__atomic_store_n(&w->op, WU_REMOVE, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	w->bad += conntab_remove(w->t, &w->c.node) != 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&w->op, WU_NONE, __ATOMIC_RELAXED);
+	w->ops++;
+	return !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
+}
+
+static void *wu_main(void *arg)
+{
+	struct wu *w = arg;
+	struct conntab_key k;
+
+	rcu_register_thread();
+	t_key(&k, 1);
+	/*
+	 * The thread's first write goes the front end's way (its reader
+	 * state is not cached yet), whose unlock is another: not caught.
+	 */
+	wu_step(w, &k);
+	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
+	while (wu_step(w, &k))
+		;
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&w->bye, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/*
+ * Catch the writer inside @want's read lock, then see what its unlock
+ * does: true where it woke the grace period.
+ */
+static bool wu_catch(int want, const char *bn)
+{
+	struct probe *p = &gw_probe;
+	struct wu *w = &wu;
+	int sleeping, woke, ms;
+	unsigned long tries;
+	pthread_t th;
+
+	w->want = want;
+	w->op = WU_NONE;
+	w->ready = w->stop = w->done = w->bye = w->release = 0;
+	w->ops = w->bad = 0;
+	memset(p, 0, sizeof(*p));
+	ck_assert_int_eq(pthread_create(&th, NULL, wu_main, w), 0);
+	while (!__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE))
+		usleep(100);
+	for (tries = 1;; tries++) {
+		__atomic_store_n(&w->answer, 0, __ATOMIC_RELAXED);
+		ck_assert_int_eq(pthread_kill(th, SIGUSR2), 0);
+		while (!__atomic_load_n(&w->answer, __ATOMIC_ACQUIRE))
+			sched_yield();
+		if (__atomic_load_n(&w->answer, __ATOMIC_ACQUIRE) > 0)
+			break;
+		ck_assert_msg(tries < WU_TRIES, "%s: %lu signals, none landed "
+			      "inside a writer's read lock", bn, tries);
+	}
+	/* The writer sits inside its read lock, in the handler. */
+	ck_assert_int_eq(pthread_create(&p->th, NULL, gp_main, p), 0);
+	sleeping = t_gp_sleeping(p);
+	__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->release, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE))
+		usleep(100);
+	for (ms = 0; ms < WU_WAIT_MS &&
+	     !__atomic_load_n(&p->gp_done, __ATOMIC_ACQUIRE); ms++)
+		usleep(1000);
+	woke = __atomic_load_n(&p->gp_done, __ATOMIC_ACQUIRE);
+	if (!woke) {
+		rcu_read_lock();
+		rcu_read_unlock();	/* liburcu's: it wakes the sleeper */
+	}
+	pthread_join(p->th, NULL);
+	__atomic_store_n(&w->bye, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	printf("%s/%s: %s caught inside its read lock after %lu signals, "
+	       "%lu writes\n", FLAVOR, bn, want == WU_INSERT ? "insert" :
+	       "remove", tries, w->ops);
+	ck_assert_uint_eq(w->bad, 0);
+	ck_assert_msg(sleeping, "%s: a grace period ended while a writer "
+		      "was inside its read lock", bn);
+	if (!woke)
+		printf("%s/%s: a grace period that waited for a writer's %s "
+		       "slept on after its unlock\n", FLAVOR, bn,
+		       want == WU_INSERT ? "insert" : "remove");
+	/* Stopped after an insert: the node is in. */
+	if (want == WU_INSERT)
+		ck_assert_int_eq(conntab_remove(w->t, &w->c.node), 0);
+	return woke;
+}
+#endif
+
+START_TEST(writer_unlock_wakes)
+{
+#if !defined(T_FLAVOR_BP) && !defined(T_FLAVOR_QSBR)
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct sigaction sa, old;
+	bool woke_insert, woke_remove;
+
+	if (B != CONNTAB_EXTHASH && B != CONNTAB_TRIE)
+		return;		/* their writers take no read lock */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wu_handler;
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, &old), 0);
+	memset(&wu, 0, sizeof(wu));
+	wu.t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(wu.t);
+	woke_insert = wu_catch(WU_INSERT, BN);
+	woke_remove = wu_catch(WU_REMOVE, BN);
+	ck_assert_msg(woke_insert && woke_remove, "%s: a grace period that "
+		      "waited for a writer slept on after its unlock: insert "
+		      "%s, remove %s", BN, woke_insert ? "woke it" : "did not",
+		      woke_remove ? "woke it" : "did not");
+	conntab_destroy(wu.t, NULL);
+	rcu_barrier();
+	ck_assert_int_eq(sigaction(SIGUSR2, &old, NULL), 0);
+#endif
+}
+END_TEST
+
+/*
  * conntab_remove_key() looks its key up under the flavor's read lock on
  * every backend, chained and split too, whose other writers take none:
  * the calling thread must be counted for that lookup, or a node it
@@ -1239,12 +1428,13 @@ int main(void)
 		reader_rule_abort, unidentified_flavor,
 		remove_key_unregistered, reader_check_abort,
 		writer_lock_inline, writer_lock_gp_waits, writer_lock_nested,
+		writer_unlock_wakes,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 13, 60);
+	t_add_backend_cases(s, per_backend, 14, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;
