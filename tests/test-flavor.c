@@ -1144,6 +1144,75 @@ START_TEST(writer_unlock_wakes)
 END_TEST
 
 /*
+ * A write that fails leaves the thread's read-side state as it found it:
+ * the exthash and trie writers take their read lock before the node's
+ * claim, so an insert of a node already in a table (-EBUSY, whatever the
+ * key), of a key already there (-EEXIST) and a remove of a node not
+ * there (-ENOENT) each drop it again. Outside a read-side critical
+ * section, rcu_read_ongoing() stays false after each (QSBR: true, the
+ * thread online). A lock left held is dropped before the test fails, so
+ * that the tests after it (one process) do not hang on it.
+ */
+static void wl_balanced(int err, int want, const char *bn, const char *what)
+{
+#ifdef T_FLAVOR_QSBR
+	ck_assert_msg(rcu_read_ongoing(), "%s: %s left the thread offline",
+		      bn, what);
+#else
+	int left = 0;
+
+	while (rcu_read_ongoing()) {
+		rcu_read_unlock();
+		left++;
+	}
+	ck_assert_msg(!left, "%s: %s (%d) left %d read lock(s) held", bn,
+		      what, err, left);
+#endif
+	ck_assert_msg(err == want, "%s: %s: %d, not %d", bn, what, err, want);
+}
+
+START_TEST(writer_lock_errors)
+{
+	struct conntab_config cfg = { .backend = B, .hash = t_hash };
+	struct tconn c[3];
+	struct conntab_key k1, k2;
+	struct conntab *t, *u;
+	int i;
+
+	memset(c, 0, sizeof(c));
+	for (i = 0; i < 3; i++)
+		conntab_node_init(&c[i].node);
+	t_key(&k1, 1);
+	t_key(&k2, 2);
+	t = conntab_create(&cfg);
+	u = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(u);
+	wl_balanced(conntab_insert(t, &c[0].node, &k1), 0, BN, "insert");
+	for (i = 0; i < 2; i++) {
+		wl_balanced(conntab_insert(t, &c[0].node, &k1), -EBUSY, BN,
+			    "insert of a linked node");
+		wl_balanced(conntab_insert(t, &c[0].node, &k2), -EBUSY, BN,
+			    "insert of a linked node, another key");
+		wl_balanced(conntab_insert(u, &c[0].node, &k2), -EBUSY, BN,
+			    "insert of another table's node");
+		wl_balanced(conntab_insert(t, &c[1].node, &k1), -EEXIST, BN,
+			    "insert of a key that is in");
+		wl_balanced(conntab_remove(t, &c[2].node), -ENOENT, BN,
+			    "remove of a node not in");
+		wl_balanced(conntab_remove(u, &c[0].node), -ENOENT, BN,
+			    "remove of another table's node");
+	}
+	wl_balanced(conntab_remove(t, &c[0].node), 0, BN, "remove");
+	conntab_destroy(t, NULL);
+	conntab_destroy(u, NULL);
+	t_offline();
+	rcu_barrier();
+	t_online();
+}
+END_TEST
+
+/*
  * conntab_remove_key() looks its key up under the flavor's read lock on
  * every backend, chained and split too, whose other writers take none:
  * the calling thread must be counted for that lookup, or a node it
@@ -1428,13 +1497,13 @@ int main(void)
 		reader_rule_abort, unidentified_flavor,
 		remove_key_unregistered, reader_check_abort,
 		writer_lock_inline, writer_lock_gp_waits, writer_lock_nested,
-		writer_unlock_wakes,
+		writer_unlock_wakes, writer_lock_errors,
 	};
 	Suite *s = suite_create("flavor-" FLAVOR);
 	int ret;
 
 	rcu_register_thread();
-	t_add_backend_cases(s, per_backend, 14, 60);
+	t_add_backend_cases(s, per_backend, 15, 60);
 	ret = t_run(s, 300);
 	rcu_unregister_thread();
 	return ret;
