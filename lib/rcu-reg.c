@@ -88,7 +88,8 @@ out:
 }
 
 /*
- * urcu_common_wake_up_gp(), for ct_writer_read_unlock(): a grace period
+ * urcu_common_wake_up_gp(), for the writers' inline unlock
+ * (ct_writer_read_unlock(), ct_writer_unlock()): a grace period
  * that found this thread in its read-side critical section went to sleep
  * on gp->futex (-1); this thread has left it, so wake it. The futex
  * call is futex_async()'s (urcu/futex.h), without its link to liburcu.

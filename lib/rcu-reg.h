@@ -53,10 +53,10 @@ enum ct_reg_kind {
 };
 
 /*
- * What the inline read lock (ct_writer_read_lock()) needs of a family's
- * liburcu, resolved by name once by ct_reg_identify(): gp NULL where it
- * was not found (or the inline lock is not built), and the writers call
- * the flavor.
+ * What the inline read lock (ct_writer_read_lock(), ct_writer_lock() and
+ * their unlocks) needs of a family's liburcu, resolved by name once by
+ * ct_reg_identify(): gp NULL where it was not found (or the inline lock
+ * is not built), and the writers call the flavor.
  */
 struct ct_reg_sync {
 	struct urcu_gp *gp;		/* urcu_<flavor>_gp */
@@ -103,10 +103,10 @@ struct ct_reg_cache {
 	const void *reader;
 	enum ct_reg_kind kind;
 	/*
-	 * The inline read lock's (ct_writer_read_lock()): the family's
-	 * barrier_ok as it was when cached (memb's flag is set once and
-	 * never cleared: a stale 0 costs a fence, never a missed one), and
-	 * its gp, NULL where the writers call the flavor.
+	 * The inline read lock's (ct_writer_read_lock(), ct_writer_lock()):
+	 * the family's barrier_ok as it was when cached (memb's flag is set
+	 * once and never cleared: a stale 0 costs a fence, never a missed
+	 * one), and its gp, NULL where the writers call the flavor.
 	 */
 	int barrier_ok;
 	struct urcu_gp *gp;
@@ -232,15 +232,17 @@ static inline bool ct_reader_counted(const struct conntab *t)
  * an unregistered thread's read lock is liburcu's business, which
  * asserts there in a debugging build).
  *
- * Lock and unlock decide each on its own, on the same test, and need not
- * agree: the inline code and the flavor's call run the same protocol on
- * the same reader state (the thread's urcu_<flavor>_reader), so a lock
- * taken inline may be released by the call and the other way round, as
- * an _LGPL_SOURCE application's may. Between the two the thread's cache
- * may move to another family (an eviction's rank callback may write to a
- * table of another flavor: the unlock then calls), its registration
- * cannot change (liburcu forbids that inside a read-side critical
- * section), and the reader state's address is the thread's for life.
+ * ct_writer_read_lock() and ct_writer_read_unlock() decide each on its
+ * own, on the same test, and need not agree (ct_writer_lock() and
+ * ct_writer_unlock(), below, agree by a token): the inline code and the
+ * flavor's call run the same protocol on the same reader state (the
+ * thread's urcu_<flavor>_reader), so a lock taken inline may be released
+ * by the call and the other way round, as an _LGPL_SOURCE application's
+ * may. Between the two the thread's cache may move to another family
+ * (an eviction's rank callback may write to a table of another flavor:
+ * the unlock then calls), its registration cannot change (liburcu
+ * forbids that inside a read-side critical section), and the reader
+ * state's address is the thread's for life.
  */
 #ifdef CT_URCU_INLINE_READ_LOCK
 void ct_rl_wake(const struct ct_reg_family *fam);
@@ -365,8 +367,9 @@ static inline void ct_writer_read_unlock(const struct conntab *t)
  *	ct_writer_counted() says false; nothing is held, and the caller
  *	takes the front end's path (ct_thread_enter());
  *   CT_WL_FLAVOR: t->flavor->read_lock() was called (the flavor is not
- *	identified, its symbols were not resolved, or the inline lock is
- *	not built); the unlock calls the flavor's;
+ *	identified, its symbols were not resolved, the inline lock is not
+ *	built, or ct_writer_lock_counted() was told CT_WL_UNCOUNTED); the
+ *	unlock calls the flavor's;
  *   CT_WL_NOTHING: QSBR, the thread online: its read lock is nothing;
  *   else the address of the thread's struct urcu_reader, whose counter
  *	the lock set inline; the unlock drops it inline.
@@ -380,15 +383,23 @@ static inline void ct_writer_read_unlock(const struct conntab *t)
  * never changes. Only the thread's cache may move, to another family (an
  * eviction's rank callback writing to a table of another flavor), which
  * is why the unlock reads gp and the barrier flag from the family
- * (t->wreg->sync), not from the cache: the flag read there is the one
- * liburcu's own inline unlock reads, and memb's is set once, at
- * liburcu's init, and never cleared (a 0 read at the lock and a 1 at the
- * unlock is a fence and a compiler barrier, each right for its moment).
+ * (t->wreg->sync), not from the cache: under memb the flag read there is
+ * the one liburcu's own inline unlock reads (where liburcu exports it;
+ * else, and under mb and signal, the family's constant: a fence, or
+ * signal's compiler barrier, what their unlock does), and memb's is set
+ * once, at liburcu's init, and never cleared (a 0 read at the lock and a
+ * 1 at the unlock is a fence and a compiler barrier, each right for its
+ * moment).
  *
- * The token pairs only a lock and an unlock in one function; code that
- * unlocks elsewhere (exthash's slow paths) keeps ct_writer_read_unlock(),
- * which may release a lock taken inline and the other way round, as
- * above.
+ * The token goes from the lock to its unlock only down one call chain
+ * (xh_remove_inline(), ct_t_insert_wl() and ct_t_remove_wl() take it from
+ * their callers, and drop the lock); where the unlock is out of its
+ * reach (exthash's insert into a segment that is not plain,
+ * xh_insert_locked_slow()), ct_writer_read_unlock() drops it, which may
+ * release a lock taken inline and the other way round, as above.
+ * tests/test-flavor.c sees ct_writer_unlock() wake a grace period that
+ * sleeps waiting for the writer (writer_unlock_wakes), and the lock
+ * dropped where an insert or a remove fails (writer_lock_errors).
  */
 #define CT_WL_UNCOUNTED	((uintptr_t)0)
 #define CT_WL_FLAVOR	((uintptr_t)1)
@@ -445,8 +456,12 @@ static inline uintptr_t ct_writer_lock(const struct conntab *t)
 
 /*
  * ct_writer_lock() for a call whose thread is counted already (the front
- * end's path, after ct_thread_enter(), or a debug build's unidentified
- * flavor): never CT_WL_UNCOUNTED.
+ * end's path, after ct_thread_enter()): never CT_WL_UNCOUNTED. Where
+ * ct_writer_lock() says uncounted all the same, the flavor's lock: a
+ * debug build's unidentified flavor, or a cache moved to another family
+ * since the front end's check (an eviction's rank callback that wrote to
+ * a table of another flavor, before the trie's eviction inserts and
+ * removes).
  */
 static inline uintptr_t ct_writer_lock_counted(const struct conntab *t)
 {
