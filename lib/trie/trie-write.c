@@ -730,11 +730,56 @@ static inline bool ct_t_prefix_eq(const uint8_t *s, struct ct_tnode *x)
 }
 
 /*
+ * Sparse @x, reached through @slot of dense @in (index @di) with the
+ * key's value @c in its window, x's place the slot alone (x->pos is
+ * in's end): look up c's entry. True if the descent ends in x (no kid,
+ * or a leaf), with *f filled; false if the entry holds a node, to go on
+ * below it.
+ */
+static inline __attribute__((always_inline)) bool
+ct_t_fast_entry(struct ct_tnode *in, uintptr_t *slot, uint32_t di,
+		struct ct_tnode *x, uint32_t c, bool check, struct ct_tfast *f)
+{
+	/*
+	 * Loaded before ct_k_find() loads it, so no more than it
+	 * scanned (read-read coherence; x->n only grows while x is
+	 * linked: ct_t_insert_fast()).
+	 */
+	if (check)
+		f->kn = __atomic_load_n(&x->n, __ATOMIC_RELAXED);
+	f->ki = ct_k_find(x, c);
+	f->kids = ct_k_kid(x);
+	f->kid = f->ki < 0 ? 0 : ct_w_load(&f->kids[f->ki]);
+	if (f->kid && !ct_w_leaf(f->kid))
+		return false;
+	f->d = in;
+	f->x = x;
+	f->slot = slot;
+	f->di = di;
+	f->v = c;
+	return true;
+}
+
+/*
  * With @check (an insert), the key must be known to belong where the
  * descent ends: bits a node skips are checked against a dense node's
  * prefix, and a sparse node that skips bits sends the insert to the
  * general path (ct_t_diverge() reads a key below it). A remove needs
  * no check: it finds its own leaf or nothing.
+ *
+ * The shape of most tables is taken first, in a straight line: a dense
+ * root (skipping the bits every key shares, checked against its prefix
+ * in one word) and in its slot an unshared sparse node that starts
+ * where the root's window ends, so that it skips nothing and its place
+ * is the one slot. The loop below, which takes any shape, tracks the
+ * depth, the bits fixed above and the node each step came from, and
+ * tests them at every level: through it the two levels of this shape
+ * were ~150 instructions of an insert at 256K random keys, in this
+ * line ~90 (ct-icount, trie, callgrind). Any other shape, or an entry
+ * of x holding a node, goes on in the loop from the last slot taken,
+ * whose word it reads again: a descent is a snapshot under no lock
+ * either way, validated by the caller under its locks
+ * (ct_t_fast_lock()).
  */
 static inline __attribute__((always_inline)) bool
 ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
@@ -742,10 +787,39 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 {
 	uintptr_t *slot = &tr->root, p;
 	struct ct_tnode *in = NULL, *x;
-	unsigned int k, pend = 0;
+	unsigned int k = 0, pend = 0;
 	uint32_t c, di = 0;
 
-	for (k = 0; k < CT_T_DEPTH; k++) {
+	p = ct_w_load(slot);
+	if (!p || ct_w_leaf(p))
+		return false;
+	x = ct_w_tn(p);
+	if (__builtin_expect(!ct_t_isk(x), 1)) {
+		if (check && x->pos && !ct_t_prefix_eq(s, x))
+			return false;
+		in = x;
+		pend = ct_t_end(x);
+		di = ct_bits(s, x->pos, x->w);
+		slot = &ct_d(x)->kid[di];
+		k = 1;
+		p = ct_w_load(slot);
+		if (!p || ct_w_leaf(p))
+			return false;
+		ct_t_prefetch_tail(p);
+		x = ct_w_tn(p);
+		if (__builtin_expect(ct_t_isk(x) && x->pos == pend, 1)) {
+			c = ct_bits(s, pend, x->w);
+			if (ct_t_fast_entry(in, slot, di, x, c, check, f))
+				return true;
+			/* x's entry holds a node: on below it */
+			in = x;
+			slot = &f->kids[f->ki];
+			if (ct_t_end(x) > pend)
+				pend = ct_t_end(x);
+			k = 2;
+		}
+	}
+	for (; k < CT_T_DEPTH; k++) {
 		p = ct_w_load(slot);
 		if (!p || ct_w_leaf(p))
 			return false;
@@ -764,29 +838,19 @@ ct_t_fast_find(struct ct_trie *tr, const uint8_t *s, bool check,
 			slot = &ct_d(x)->kid[c];
 			continue;
 		}
-		/*
-		 * Loaded before ct_k_find() loads it, so no more than it
-		 * scanned (read-read coherence; x->n only grows while x is
-		 * linked: ct_t_insert_fast()).
-		 */
-		if (check)
-			f->kn = __atomic_load_n(&x->n, __ATOMIC_RELAXED);
-		f->ki = ct_k_find(x, c);
-		f->kids = ct_k_kid(x);
-		f->kid = f->ki < 0 ? 0 : ct_w_load(&f->kids[f->ki]);
-		if (f->kid && !ct_w_leaf(f->kid)) {
-			in = x;
-			slot = &f->kids[f->ki];
-			continue;
+		if (in && !ct_t_isk(in) && x->pos >= ct_t_end(in)) {
+			if (ct_t_fast_entry(in, slot, di, x, c, check, f))
+				return true;
+		} else {
+			/* only to go on below x: x's place is not one slot */
+			f->ki = ct_k_find(x, c);
+			f->kids = ct_k_kid(x);
+			f->kid = f->ki < 0 ? 0 : ct_w_load(&f->kids[f->ki]);
+			if (!f->kid || ct_w_leaf(f->kid))
+				return false;
 		}
-		if (!in || ct_t_isk(in) || x->pos < ct_t_end(in))
-			return false;
-		f->d = in;
-		f->x = x;
-		f->slot = slot;
-		f->di = di;
-		f->v = c;
-		return true;
+		in = x;
+		slot = &f->kids[f->ki];
 	}
 	return false;
 }
