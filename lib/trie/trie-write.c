@@ -920,9 +920,13 @@ ct_t_fast_unlock(const struct ct_tfast *f, bool moves, enum ct_class c0,
  * entry for its value: in place (a tombstone of the value, or room at
  * the end), or in a copy with room, as ct_t_k_add() does; its other
  * cases (a shared or full x) and every other path go to the general
- * path. 1 if not done (nothing changed), else 0 or the error.
+ * path. 1 if not done (nothing changed), else 0 or the error. Inline
+ * by force: ct_t_insert_str() has two copies, and with both gcc took
+ * this out of line, its struct ct_tins through memory (+48
+ * instructions an insert, ct-icount, trie, 256K).
  */
-static int ct_t_insert_fast(struct ct_tins *ins)
+static inline __attribute__((always_inline)) int
+ct_t_insert_fast(struct ct_tins *ins)
 {
 	struct ct_trie *tr = ins->tr;
 	struct ct_tnode *x, *y;
@@ -1159,34 +1163,27 @@ void ct_trie_prefetch(struct conntab *t, const struct conntab_key *key,
 }
 
 /*
- * Insert @n; with @held the caller already counted it against
- * max_entries and in the entries (an eviction's victim, still linked,
- * hands both over: lib/trie/trie-evict.c), and keeps them if the insert
- * fails.
+ * Insert @n, whose key's string is @s (@L bits), under the read lock
+ * that @wl stands for (ct_writer_lock(): taken by the caller, dropped
+ * here); with @held the caller already counted it against max_entries
+ * and in the entries (an eviction's victim, still linked, hands both
+ * over: lib/trie/trie-evict.c), and keeps them if the insert fails.
+ * Inline into ct_trie_insert_key(), which builds @s before its claim,
+ * for the root's prefetch too (built twice, it was ~25 instructions of
+ * an insert, ct-icount, trie, 256K), and into ct_t_insert_wl().
  */
-int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
-		struct conntab_node **recycled, bool held)
+static inline __attribute__((always_inline)) int
+ct_t_insert_str(struct ct_trie *tr, struct conntab_node *n,
+		const uint8_t *s, unsigned int L,
+		struct conntab_node **recycled, bool held, uintptr_t wl)
 {
-	return ct_t_insert_wl(tr, n, recycled, held,
-			      ct_writer_lock_counted(&tr->base));
-}
-
-/*
- * ct_t_insert() under the read lock that @wl stands for (ct_writer_lock():
- * taken by the caller, dropped here).
- */
-int ct_t_insert_wl(struct ct_trie *tr, struct conntab_node *n,
-		   struct conntab_node **recycled, bool held, uintptr_t wl)
-{
-	uint8_t s[CT_KEY_STR_BUF];
 	struct ct_tins ins = {
-		.tr = tr, .leaf = ct_w_of(n), .s = s,
+		.tr = tr, .leaf = ct_w_of(n), .s = s, .L = L,
 		.recycled = recycled, .held = held,
 	};
 	bool fix;
 	int err;
 
-	ins.L = ct_key_str(&n->ct_key, s) * 8;
 	do {
 		ins.fix = false;
 		err = ct_t_insert_fast(&ins);
@@ -1202,6 +1199,32 @@ int ct_t_insert_wl(struct ct_trie *tr, struct conntab_node *n,
 	if (!err && !held && !(recycled && *recycled))
 		ct_t_count(tr, 1, 0);	/* linked ESTABLISHED (lib/conntab.c) */
 	return err;
+}
+
+/*
+ * Insert @n; with @held the caller already counted it against
+ * max_entries and in the entries (an eviction's victim, still linked,
+ * hands both over: lib/trie/trie-evict.c), and keeps them if the insert
+ * fails.
+ */
+int ct_t_insert(struct ct_trie *tr, struct conntab_node *n,
+		struct conntab_node **recycled, bool held)
+{
+	return ct_t_insert_wl(tr, n, recycled, held,
+			      ct_writer_lock_counted(&tr->base));
+}
+
+/*
+ * ct_t_insert() under the read lock that @wl stands for (ct_writer_lock():
+ * taken by the caller, dropped here), its key's string built here.
+ */
+int ct_t_insert_wl(struct ct_trie *tr, struct conntab_node *n,
+		   struct conntab_node **recycled, bool held, uintptr_t wl)
+{
+	uint8_t s[CT_KEY_STR_BUF];
+	unsigned int L = ct_key_str(&n->ct_key, s) * 8;
+
+	return ct_t_insert_str(tr, n, s, L, recycled, held, wl);
 }
 
 int ct_trie_insert(struct conntab *t, struct conntab_node *n,
@@ -1223,16 +1246,20 @@ int ct_trie_insert_key(struct conntab *t, struct conntab_node *n,
 		       const struct conntab_key *key)
 {
 	uintptr_t wl = ct_writer_lock(t);
+	uint8_t s[CT_KEY_STR_BUF];
+	unsigned int L;
 	int err;
 
 	if (__builtin_expect(wl == CT_WL_UNCOUNTED, 0))
 		return ct_insert_generic(t, n, key);
-	ct_trie_prefetch(t, key, 0);
+	/* @key is n's key once claimed: its string, for both. */
+	L = ct_key_str(key, s) * 8;
+	ct_t_prefetch_root(ct_trie(t), s);
 	if (!ct_node_claim_key(n, t, key, 0)) {
 		ct_writer_unlock(t, wl);
 		return -EBUSY;
 	}
-	err = ct_t_insert_wl(ct_trie(t), n, NULL, false, wl);
+	err = ct_t_insert_str(ct_trie(t), n, s, L, NULL, false, wl);
 	if (__builtin_expect(err == CT_ECLAIMED, 0))
 		err = ct_insert_wait(t, n);
 	if (err)
