@@ -966,7 +966,7 @@ ct_t_insert_fast(struct ct_tins *ins)
 	 * (the release stores below would make the compiler read it again).
 	 */
 	live = x->live;
-	moves = ct_k_class_moves(x, live, live + 1u);
+	moves = ct_k_class_moves(x, live);	/* live -> live + 1 */
 	c0 = ct_t_fast_class(&f, moves);
 	y = NULL;
 	/*
@@ -1401,7 +1401,7 @@ ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n, const uint8_t *s,
 		ct_t_fast_drop(&f);
 		return false;
 	}
-	moves = ct_k_class_moves(x, live, live - 1);
+	moves = ct_k_class_moves(x, live - 1);	/* live -> live - 1 */
 	c0 = ct_t_fast_class(&f, moves);
 	/* A tombstone: a reader finds the leaf or 0, never anything else. */
 	ct_delay(CT_DP_TR_UNLINK_LEAF);
