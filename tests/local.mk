@@ -385,6 +385,14 @@ tests_test_exthash_resize_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_exthash_resize_LDADD = lib/libconntab.la $(URCU_LIBS) \
 	$(PTHREAD_LIBS)
 
+# CONNTAB_EXTHASH's merges keep stats.entries and stats.timewait: a
+# table shrunk around its TIME_WAIT nodes, the counts checked after.
+check_PROGRAMS += tests/test-exthash-merge
+TESTS += tests/test-exthash-merge
+tests_test_exthash_merge_SOURCES = tests/test-exthash-merge.c $(T_HELPERS)
+tests_test_exthash_merge_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_exthash_merge_LDADD = $(T_MEMB_LDADD)
+
 # The same, against lib/libconntab-test.la (one directory slot copied
 # per writer call): the filled part of a pending directory kept up to
 # date thousands of times (lib/local.mk).
