@@ -385,8 +385,10 @@ tests_test_exthash_resize_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_exthash_resize_LDADD = lib/libconntab.la $(URCU_LIBS) \
 	$(PTHREAD_LIBS)
 
-# CONNTAB_EXTHASH's merges keep stats.entries and stats.timewait: a
-# table shrunk around its TIME_WAIT nodes, the counts checked after.
+# CONNTAB_EXTHASH's merges keep stats.entries and stats.timewait (a
+# table shrunk around its TIME_WAIT nodes), and buddies that index apart
+# (one rehashed by keys aimed with a known secret) merge into the chains
+# of their keys' hashes.
 check_PROGRAMS += tests/test-exthash-merge
 TESTS += tests/test-exthash-merge
 tests_test_exthash_merge_SOURCES = tests/test-exthash-merge.c $(T_HELPERS)
