@@ -1228,14 +1228,19 @@ struct xh_merge_list {
  * node of chain i goes to chain i of @to: each chain whole, not node by
  * node as xh_move_chain() does. Its tail is linked to @to's chain, its
  * first node made @to's head, and only then is it cut off @from (I2:
- * every node is in @to's chain before it leaves @from's; a reader on
- * @from's chain before the cut walks on into @to's and ends on a foreign
- * marker, after it finds it empty; either way it then walks @to through
- * succ[]). @idx lists @from's @nidx non-empty chains. Node by node, the
- * moves of the merges that empty a table of 1M cost each remove ~50
- * instructions (callgrind, bench/conntab-bench --workload remove);
- * xh_merge_chains_ok() has just walked the nodes, so finding each tail
- * misses nothing.
+ * every node is in @to's chain before it leaves @from's; a reader that
+ * reads @from's head before the cut walks the whole run, then ends on
+ * @from's marker or walks on into @to's chain to a foreign one; one that
+ * reads it after finds it empty and meets the run in @to, through
+ * succ[]). A second half spliced into chain i links its tail to the
+ * first half's run, which ends on @to's marker. @idx lists @from's @nidx
+ * non-empty chains, those xh_merge_chains_ok() listed: only a half with
+ * @to's mult and shift comes here (xh_merge_once()), so that chain i
+ * holds only nodes of chain i of @to (tests/test-exthash-merge). Node
+ * by node, the moves of the merges that empty a table of 1M cost each
+ * remove ~50 instructions (callgrind, bench/conntab-bench --workload
+ * remove); xh_merge_chains_ok() has just walked the nodes, so finding
+ * each tail misses nothing.
  */
 static void xh_splice_chains(struct ct_xseg *from, struct ct_xseg *to,
 			     const uint16_t *idx, unsigned int nidx)
