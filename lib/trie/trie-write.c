@@ -1380,9 +1380,8 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
  * leave x as it is (two entries or more, above a quarter of its
  * capacity). True if done.
  */
-static inline __attribute__((always_inline)) bool
-ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n, const uint8_t *s,
-		 bool evict, bool *fix)
+static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
+			     const uint8_t *s, bool evict, bool *fix)
 {
 	uintptr_t leaf = ct_w_of(n);
 	struct ct_tfast f;
@@ -1466,9 +1465,9 @@ ct_t_remove_slow(struct ct_trie *tr, struct conntab_node *n, const uint8_t *s,
 	return err;
 }
 
-static inline __attribute__((always_inline)) int
-ct_t_remove1(struct ct_trie *tr, struct conntab_node *n, const uint8_t *s,
-	     bool evict, bool counted, bool *fix)
+static inline int ct_t_remove1(struct ct_trie *tr, struct conntab_node *n,
+			       const uint8_t *s, bool evict, bool counted,
+			       bool *fix)
 {
 	if (ct_t_remove_fast(tr, n, s, evict, fix)) {
 		ct_t_removed(tr, n, counted);
@@ -1496,14 +1495,7 @@ int ct_t_remove(struct ct_trie *tr, struct conntab_node *n, bool evict,
 /*
  * ct_t_remove() under the read lock that @wl stands for (ct_writer_lock():
  * taken by the caller, dropped here).
- *
- * Inline here (ct_trie_remove_single(), ct_t_remove()), with its
- * helpers down to the fast path, its external definition for the
- * declaration in lib/trie/trie.h: out of line, with @evict and @counted
- * not known, and the fast path then out of line in it, a single remove
- * took ~35 instructions more (ct-icount, trie, 256K).
  */
-inline __attribute__((always_inline))
 int ct_t_remove_wl(struct ct_trie *tr, struct conntab_node *n, bool evict,
 		   bool counted, uintptr_t wl)
 {
