@@ -248,6 +248,20 @@ if command -v wrk >/dev/null; then
 else
 	echo "  (wrk not installed: curl only)"
 fi
+# A client's close may trail its exit: its FIN waits behind requests
+# the server, slow under the sanitizers, has not read yet, and would
+# then come after the datagrams below, which end the capture. Wait
+# until each connection's two FINs are in the file (best effort: a
+# reset connection never sends them, and the checks below say so).
+for _ in $(seq 300); do
+	nsyn=$(tcpdump -r "$tmp/lo.pcap" -n \
+		'tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn' 2>/dev/null |
+		wc -l)
+	nfin=$(tcpdump -r "$tmp/lo.pcap" -n 'tcp[tcpflags] & tcp-fin != 0' \
+		2>/dev/null | wc -l)
+	[ "$nfin" -ge $((2 * nsyn)) ] && break
+	sleep 0.1
+done
 udp=0
 if command -v socat >/dev/null; then
 	for _ in 1 2 3; do
