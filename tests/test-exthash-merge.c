@@ -90,6 +90,7 @@ END_TEST
 #define NPLAIN	60	/* random keys per half: 120 split the root */
 #define NAIMED	17	/* one chain past XH_CHAIN_SPLIT: a rehash */
 #define NLEFT	7	/* plain keys kept a half: 2 x 7 + 17 <= XH_MERGE */
+#define XH_MERGE_TEST	32	/* lib/hashtab/exthash.c, XH_MERGE */
 
 static const uint8_t secret[16] = "known-to-them!!";
 
@@ -228,6 +229,76 @@ START_TEST(merge_mixed)
 }
 END_TEST
 
+/*
+ * merge_interleaved: two plain buddies (the root split once), drained
+ * with removes that alternate between them in three patterns (in turn,
+ * two from one half then one from the other, and at random): both go
+ * light long before the pair holds XH_MERGE, and the remove that takes
+ * the pair to 32 comes from either half. Each remove asks the buddy's
+ * count inline (xh_merge_hint) and only a pair that may merge calls
+ * out: the merge must still come with exactly that remove, whichever
+ * half it leaves.
+ */
+START_TEST(merge_interleaved)
+{
+	enum { N = 2 * NPLAIN };
+	struct conntab_config cfg = {
+		.backend = CONNTAB_EXTHASH, .secret = secret,
+		.hash = CONNTAB_HASH_SIPHASH,
+	};
+	struct conntab_key k[N], nk[2];
+	struct tconn c[N], nc[2];
+	struct conntab_resize_stats rs;
+	struct conntab_stats st;
+	unsigned int i, next[2] = { 0, NPLAIN }, half, done = 0;
+	uint64_t x = 1, r = 0x9e3779b97f4a7c15ull;
+	struct conntab *t;
+	bool in[N];
+
+	for (i = 0; i < N; i++)
+		next_key(&x, i >= NPLAIN, false, &k[i]);
+	for (i = 0; i < 2; i++)
+		next_key(&x, i, false, &nk[i]);
+	t_conns_init(c, N);
+	t_conns_init(nc, 2);
+	t = conntab_create(&cfg);
+	ck_assert_ptr_nonnull(t);
+	for (i = 0; i < N; i++) {
+		ck_assert_int_eq(conntab_insert(t, &c[i].node, &k[i]), 0);
+		in[i] = true;
+	}
+	settle(t, nc, nk);
+	ck_assert_int_eq(conntab_resize_stats(t, &rs), 0);
+	ck_assert_uint_eq(rs.splits, 1);
+	ck_assert_uint_eq(rs.merges, 0);
+
+	while (done < N) {
+		if (_i == 0)
+			half = done & 1;
+		else if (_i == 1)
+			half = done % 3 == 2;
+		else
+			half = (r = r * 6364136223846793005ull + 1) >> 63;
+		if (next[half] == (half + 1) * NPLAIN)
+			half ^= 1;	/* that half is empty */
+		i = next[half]++;
+		ck_assert_int_eq(conntab_remove(t, &c[i].node), 0);
+		in[i] = false;
+		done++;
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.entries, N - done);
+		ck_assert_int_eq(conntab_resize_stats(t, &rs), 0);
+		ck_assert_msg(rs.merges == (st.entries <= XH_MERGE_TEST),
+			      "pattern %d: %zu merges at %zu entries, from half %u",
+			      _i, rs.merges, st.entries, half);
+		if (done == N / 2)
+			expect_all(t, c, k, in, N);
+	}
+	t_expect_counts(t, 0, 0);
+	conntab_destroy(t, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("exthash-merge");
@@ -237,6 +308,7 @@ int main(void)
 	rcu_register_thread();
 	tcase_add_test(tc, merge_counts);
 	tcase_add_loop_test(tc, merge_mixed, 0, 2);
+	tcase_add_loop_test(tc, merge_interleaved, 0, 3);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	ret = t_run(s, 120);
