@@ -60,6 +60,18 @@ ours() {
 	st=${st##*) }	# past the command name, which may hold spaces
 	[ "$(echo "$st" | cut -d' ' -f2)" = "$$" ]
 }
+# Where a server that does not stop waits: its signal masks (is the
+# SIGINT pending, blocked, ignored?) and each thread's state, kernel wait
+# channel and system call, so that a hang seen once says where it hung.
+stuck() {
+	local t
+	grep -E '^(SigQ|SigPnd|ShdPnd|SigBlk|SigIgn)' "/proc/$srv/status"
+	for t in "/proc/$srv"/task/*; do
+		echo "${t##*/} $(cat "$t/comm") $(cut -d' ' -f3 "$t/stat")" \
+		     "wchan=$(cat "$t/wchan") syscall=$(cut -d' ' -f1 \
+		     "$t/syscall" 2>/dev/null)"
+	done
+}
 cleanup() {
 	[ -n "$srv" ] && ours && kill -KILL "$srv" 2>/dev/null
 	rm -rf "$tmp"
@@ -304,7 +316,12 @@ while IFS=$'\t' read -r file line; do
 				ours || break
 				sleep 0.2
 			done
-			ours && kill -KILL "$srv" 2>/dev/null
+			if ours; then
+				echo "check-facts: $name still runs" \
+				     "120 s after SIGINT:" >&2
+				stuck 2>/dev/null | sed 's/^/  /' >&2
+				kill -KILL "$srv" 2>/dev/null
+			fi
 			wait "$srv"
 			rc=$?
 		else
