@@ -545,7 +545,14 @@ struct ct_tnode *ct_d_alloc(struct ct_trie *tr, unsigned int pos,
 			    unsigned int w, bool is_short);
 void ct_t_free(struct ct_trie *tr, struct ct_tnode *x);
 void ct_t_retire(struct ct_trie *tr, struct ct_tnode *x);
-unsigned int ct_k_capfor(unsigned int live);
+
+/* The capacity of a sparse node for @live entries (lib/trie/trie-mem.c). */
+extern const uint8_t ct_k_capfor_tab[CT_T_KMAX + 1];
+
+static inline unsigned int ct_k_capfor(unsigned int live)
+{
+	return live <= CT_T_KMAX ? ct_k_capfor_tab[live] : CT_T_KMAX;
+}
 
 void ct_t_drain(struct ct_trie *tr);
 
