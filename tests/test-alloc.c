@@ -834,9 +834,11 @@ START_TEST(trie_halve_nomem)
 END_TEST
 
 /*
- * An insert into a full sparse node x = {K1, K2} that 2^7 slots of the
- * root share (the shape of trie_unshare_nomem): x is cut into its pieces
- * first (over 64 slots: an array from calloc()).
+ * An insert into a full sparse node x = {K1, K2, K1', K2'} that 2^7
+ * slots of the root share (the shape of trie_unshare_nomem): x is cut
+ * into its pieces first (over 64 slots: an array from calloc()). A pair
+ * node is built with room for 4 (ct_build_pair()): K1' and K2', K1 and
+ * K2 with a bit set three before x's end (past the root's), fill it.
  */
 START_TEST(trie_unshare_insert_nomem)
 {
@@ -862,13 +864,18 @@ START_TEST(trie_unshare_insert_nomem)
 			ts_ins(&sc, 0xc0000000u, 7);
 			ts_ins(&sc, 0xc0000000u |
 				    1u << (31 - (xend - 1 - 80)), 7);
+			ts_ins(&sc, 0xc0000000u |
+				    1u << (31 - (xend - 3 - 80)), 7);
+			ts_ins(&sc, 0xc0000000u |
+				    1u << (31 - (xend - 1 - 80)) |
+				    1u << (31 - (xend - 3 - 80)), 7);
 		}
 		if (ts.c[i])
 			ts_push(&sc, OP_INS, conntab_node_key(&ts.c[i]->node),
 				0);
 	}
 	tset_destroy(&ts, t);
-	/* K3 parts from them at the bit before: x, full, must grow. */
+	/* K3 parts from them at the bit before the last: x, full, must grow. */
 	sc.first = sc.n;
 	ts_ins(&sc, 0xc0000000u | 1u << (31 - (xend - 2 - 80)), 7);
 	sc.last = sc.n;

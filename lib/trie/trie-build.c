@@ -379,7 +379,15 @@ int ct_build_pair(struct ct_trie *tr, unsigned int L, unsigned int q,
 		end = L;
 	val[0] = (uint16_t)ct_bits(sa, pos, end - pos);
 	val[1] = (uint16_t)ct_bits(sb, pos, end - pos);
-	x = ct_k_make(tr, pos, end - pos, val, kid, 2, 0);
+	/*
+	 * Room for two more where the window has it: nearly every pair
+	 * node of a fill takes a third key, and grew for it (2 -> 4 was
+	 * 65K of a 1M random fill's 238K sparse copies). Capacity 4 for 2
+	 * live entries is within the bound of lib/trie/trie.c (capacity <
+	 * 4 x live), and ct_k_shrink() leaves it, as it leaves cap 4.
+	 */
+	x = ct_k_make(tr, pos, end - pos, val, kid, 2,
+		      end - pos >= 2 ? 2 : 0);
 	if (!x)
 		return -ENOMEM;
 	*out = (uintptr_t)x;
