@@ -885,6 +885,72 @@ START_TEST(trie_unshare_insert_nomem)
 END_TEST
 
 /*
+ * The room of a pair node, counted in allocations. Ports 0 and 2 part
+ * at the port's bit before the last: a sparse node over the key's last
+ * two bits, built with room for four (ct_build_pair()), so ports 1 and
+ * 3 go in place. Then port 1 comes and goes, 64 times, over two live
+ * entries in capacity 4, which ct_k_shrink() must leave as it is
+ * (compaction only above capacity 4, at a quarter of it): a node copied
+ * down at each remove and grown again at each insert would take two
+ * allocations a round. Each round's node is used once: a removed node
+ * is not reused within a grace period.
+ */
+#define PAIR_ROUNDS	64
+
+START_TEST(trie_pair_room)
+{
+	struct conntab_node *c = calloc(4 + PAIR_ROUNDS, sizeof(*c));
+	struct conntab *t = t_table(CONNTAB_TRIE, 0, 0);
+	struct conntab_stats st;
+	struct conntab_key k;
+	size_t mem;
+	long used;
+	int i;
+
+	ck_assert_ptr_nonnull(c);
+	for (i = 0; i < 4 + PAIR_ROUNDS; i++)
+		conntab_node_init(&c[i]);
+	for (i = 0; i < 2; i++) {
+		tk(&k, 0xc6336407u, (uint16_t)(2 * i));
+		ck_assert_int_eq(conntab_insert(t, &c[i], &k), 0);
+	}
+	/* Check allocates: nothing of it while armed. */
+	fa_arm(LONG_MAX, 0, 0);
+	for (i = 2; i < 4; i++) {
+		tk(&k, 0xc6336407u, (uint16_t)(2 * i - 3));
+		if (conntab_insert(t, &c[i], &k) != 0)
+			break;
+	}
+	used = fa_disarm();
+	ck_assert_int_eq(i, 4);
+	ck_assert_msg(used == 0, "a pair node's third and fourth keys: "
+		      "%ld allocations", used);
+	ck_assert_int_eq(conntab_remove(t, &c[3]), 0);
+	ck_assert_int_eq(conntab_remove(t, &c[2]), 0);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 2);
+	mem = st.memory;
+	tk(&k, 0xc6336407u, 1);
+	fa_arm(LONG_MAX, 0, 0);
+	for (i = 4; i < 4 + PAIR_ROUNDS; i++) {
+		if (conntab_insert(t, &c[i], &k) != 0 ||
+		    conntab_remove(t, &c[i]) != 0)
+			break;
+	}
+	used = fa_disarm();
+	ck_assert_int_eq(i, 4 + PAIR_ROUNDS);
+	ck_assert_msg(used == 0, "a third key in and out of a pair node, "
+		      "%d rounds: %ld allocations", PAIR_ROUNDS, used);
+	conntab_stats(t, &st);
+	ck_assert_uint_eq(st.entries, 2);
+	ck_assert_uint_eq(st.memory, mem);
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(c);
+}
+END_TEST
+
+/*
  * At the cap, a newcomer that splits a leaf (a new node) evicts a victim
  * from a sparse node grown to 8 entries and emptied to 3: the victim's
  * removal compacts it. A table of 8 (all of it offered to the rank),
@@ -1047,6 +1113,7 @@ int main(void)
 		tcase_add_test(tc, trie_split_above_nomem);
 		tcase_add_test(tc, trie_halve_nomem);
 		tcase_add_test(tc, trie_evict_nomem);
+		tcase_add_test(tc, trie_pair_room);
 		suite_add_tcase(s, tc);
 	}
 	ret = t_run(s, 300);
