@@ -277,6 +277,100 @@ START_TEST(churn_zone_proto)
 }
 END_TEST
 
+/*
+ * A table whose every leaf is in a pair node (ct_build_pair(), built
+ * with room for four): 256 remote addresses that part in their last
+ * byte, each with ports 0 and 2, which part at the port's bit before
+ * the last. Then rounds of churn through every state a pair node
+ * meets: a third key in place (port 1), the first one out (two live in
+ * capacity 4, with a tombstone), the third out (one left: collapsed to
+ * its leaf), the first back (a leaf split: a new pair). The bound holds
+ * after each step; each collapse takes 256 internal nodes away (so all
+ * were pairs), and every round's table of pairs has the first's number
+ * of internal nodes and its memory, to the byte: nothing creeps up a
+ * round at a time.
+ */
+#define PAIRS		256
+#define PAIR_ROUNDS	(200 / SLOW)
+
+static void pair_key(struct conntab_key *k, unsigned int a, uint16_t port)
+{
+	key_v4(k, 0xc6336400u + a, port);
+}
+
+START_TEST(churn_pair_nodes)
+{
+	struct conntab_node *nd = calloc(4 * PAIRS, sizeof(*nd));
+	struct conntab_node *p0[2] = { nd, nd + PAIRS };
+	struct conntab_node *p1 = nd + 2 * PAIRS, *p2 = nd + 3 * PAIRS;
+	struct conntab *t = mk(0);
+	struct conntab_stats st;
+	struct conntab_key k;
+	size_t mem_pairs = 0, nodes_pairs = 0;
+	unsigned int a, cur = 0;
+	long r;
+
+	ck_assert_ptr_nonnull(nd);
+	for (a = 0; a < PAIRS; a++) {
+		conntab_node_init(&p0[0][a]);
+		conntab_node_init(&p2[a]);
+		pair_key(&k, a, 0);
+		REQUIRE(conntab_insert(t, &p0[0][a], &k) == 0);
+		pair_key(&k, a, 2);
+		REQUIRE(conntab_insert(t, &p2[a], &k) == 0);
+	}
+	for (r = 0; r < PAIR_ROUNDS; r++) {
+		conntab_stats(t, &st);
+		if (!r) {
+			mem_pairs = st.memory;
+			nodes_pairs = st.buckets;
+			printf("trie: %u keys, each in one of %u pair nodes: "
+			       "%zu bytes over the empty table's, %zu internal "
+			       "nodes (bound %zu bytes)\n", 2 * PAIRS, PAIRS,
+			       st.memory - m0, st.buckets,
+			       (size_t)BOUND_PER_ENTRY * 2 * PAIRS);
+		}
+		ck_assert_msg(st.entries == 2 * PAIRS &&
+			      st.buckets == nodes_pairs &&
+			      st.memory == mem_pairs, "round %ld: %zu entries, "
+			      "%zu internal nodes, %zu bytes; round 0: %zu "
+			      "nodes, %zu bytes", r, st.entries, st.buckets,
+			      st.memory, nodes_pairs, mem_pairs);
+		check_bound(t, "pair nodes", r);
+		for (a = 0; a < PAIRS; a++) {
+			conntab_node_init(&p1[a]);
+			pair_key(&k, a, 1);
+			REQUIRE(conntab_insert(t, &p1[a], &k) == 0);
+		}
+		check_bound(t, "pair nodes, a third key", r);
+		for (a = 0; a < PAIRS; a++)
+			REQUIRE(conntab_remove(t, &p0[cur][a]) == 0);
+		check_bound(t, "pair nodes, two of three left", r);
+		for (a = 0; a < PAIRS; a++)
+			REQUIRE(conntab_remove(t, &p1[a]) == 0);
+		conntab_stats(t, &st);
+		ck_assert_uint_eq(st.buckets, nodes_pairs - PAIRS);
+		check_bound(t, "pair nodes, collapsed", r);
+		/* The nodes just removed are used again after a grace period. */
+		synchronize_rcu();
+		cur ^= 1;
+		for (a = 0; a < PAIRS; a++) {
+			conntab_node_init(&p0[cur][a]);
+			pair_key(&k, a, 0);
+			REQUIRE(conntab_insert(t, &p0[cur][a], &k) == 0);
+		}
+	}
+	for (a = 0; a < PAIRS; a++) {
+		REQUIRE(conntab_remove(t, &p0[cur][a]) == 0);
+		REQUIRE(conntab_remove(t, &p2[a]) == 0);
+	}
+	check_emptied(t, "pair nodes");
+	conntab_destroy(t, NULL);
+	rcu_barrier();
+	free(nd);
+}
+END_TEST
+
 /* xorshift64*: deterministic keys without libc's shared state. */
 static uint64_t rnd(uint64_t *s)
 {
@@ -1308,6 +1402,7 @@ static Suite *bound_suite(void)
 	tcase_add_test(tc, churn_port_blocks);
 	tcase_add_test(tc, churn_v6_shared_120);
 	tcase_add_test(tc, churn_zone_proto);
+	tcase_add_test(tc, churn_pair_nodes);
 	tcase_add_test(tc, residue_one_percent);
 	tcase_add_test(tc, sizing_hint);
 	tcase_add_test(tc, short_half_bound);
