@@ -64,10 +64,12 @@ ours() {
 # SIGINT pending, blocked, ignored?) and each thread's state, kernel wait
 # channel and system call, so that a hang seen once says where it hung.
 stuck() {
-	local t
+	local t st
 	grep -E '^(SigQ|SigPnd|ShdPnd|SigBlk|SigIgn)' "/proc/$srv/status"
 	for t in "/proc/$srv"/task/*; do
-		echo "${t##*/} $(cat "$t/comm") $(cut -d' ' -f3 "$t/stat")" \
+		st=$(cat "$t/stat") || continue
+		st=${st##*) }	# past the thread's name, as in ours()
+		echo "${t##*/} $(cat "$t/comm") ${st%% *}" \
 		     "wchan=$(cat "$t/wchan") syscall=$(cut -d' ' -f1 \
 		     "$t/syscall" 2>/dev/null)"
 	done
