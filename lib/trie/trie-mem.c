@@ -27,10 +27,14 @@ static void ct_t_account(struct ct_trie *tr, long nodes, long bytes)
  * insert's search of the classes took ~40 instructions (a 1M fill,
  * callgrind: 9.6M in ct_k_capfor(), 238K grows).
  */
-const uint8_t ct_k_capfor_tab[CT_T_KMAX + 1] = {
-	2, 2, 2, 3, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14, 16, 16,
-	20, 20, 20, 20, 24, 24, 24, 24, 28, 28, 28, 28, 32, 32, 32, 32,
-};
+#define CT_K_CAPFOR {							\
+	2, 2, 2, 3, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14, 16, 16,	\
+	20, 20, 20, 20, 24, 24, 24, 24, 28, 28, 28, 28, 32, 32, 32, 32,	\
+}
+/* An entry for every count: a larger CT_T_KMAX would read zeros. */
+_Static_assert(sizeof((const uint8_t[])CT_K_CAPFOR) == CT_T_KMAX + 1,
+	       "ct_k_capfor_tab: one class for each live count 0..CT_T_KMAX");
+const uint8_t ct_k_capfor_tab[CT_T_KMAX + 1] = CT_K_CAPFOR;
 
 static size_t ct_t_size(const struct ct_tnode *x)
 {

@@ -507,7 +507,9 @@ static unsigned int ct_d_merge_items(struct ct_build *b, struct ct_taken *tk,
  * merging into slot pair (@c0, @c1) become one sparse node at E - 1 one
  * bit wider (a sparse child's values with the slot's last bit on top; a
  * leaf's value read from its key). Two leaves give the node the builder
- * would: at E - 1, where they part, to the byte boundary within 16 bits.
+ * would, at E - 1, where they part, to the byte boundary within 16 bits,
+ * but at capacity 2: ct_build_pair() leaves room for the third key a
+ * fill brings, and a halving comes with removes.
  * Children 16 bits wide (what a burst under an anchored node makes) give
  * a window that would be 17: the builder's node ends at that boundary
  * too, so their values lose their low bits, which it does when those
