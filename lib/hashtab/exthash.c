@@ -1480,7 +1480,12 @@ xh_unlock_shrink_slow(struct ct_exthash *x, struct ct_xseg *s)
 static inline __attribute__((always_inline)) bool
 xh_merge_hint(struct ct_exthash *x, const struct ct_xseg *s)
 {
-	/* Pairs with the release publishing the directory and each slot. */
+	/*
+	 * Pairs with the release publishing the directory and each slot.
+	 * The buddy, unlocked, may be dying: it is not freed while this
+	 * writer holds the flavor's read lock (I5), and its count is only
+	 * read, as xh_merge_once() reads it.
+	 */
 	const struct ct_xdir *d = ct_rcu_deref(x->dir);
 	const struct ct_xseg *o;
 
