@@ -59,6 +59,7 @@
  *     (merge buddy) is only ever try-locked.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -454,6 +455,22 @@ static struct ct_xseg *xh_seg_new(unsigned int depth, uint32_t prefix,
 		s->head[i + 2] = (struct conntab_node *)(m + 4);
 		s->head[i + 3] = (struct conntab_node *)(m + 6);
 	}
+#ifdef CT_DEBUG
+	/*
+	 * A wrong marker does not fail a lookup: the reader takes the end
+	 * for a foreign one (a move, I2), finds no successor, reads the
+	 * directory again and walks the same chain, for ever. Debug builds
+	 * stop here instead, at the segment that has it.
+	 */
+	for (i = 0; i < xh_nheads(s); i++) {
+		if (s->head[i] == xh_marker(s, i))
+			continue;
+		fprintf(stderr, "conntab: exthash segment of %u heads: head %u "
+			"holds %p, its end marker is %p\n", xh_nheads(s), i,
+			(void *)s->head[i], (void *)xh_marker(s, i));
+		abort();
+	}
+#endif
 	return s;
 }
 
