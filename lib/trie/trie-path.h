@@ -10,7 +10,10 @@
  *  - a sparse node's entries: its lock byte; a writer that changes how
  *    many entries are live also holds the owner(s) of the node's own
  *    slot(s), since that changes its class in a dense parent and may
- *    replace it;
+ *    replace it, except a remove that by the count leaves the node as
+ *    it is and its class unchanged (ct_t_remove_fast(), which says why
+ *    the node's lock alone is enough there, and the reshapes that keep
+ *    a child whole: ct_keep() in lib/trie/trie-resize.c);
  *  - a dense node's slots: one lock bit each, in the slot word.
  * Lock order: a parent's owner before its child's; slots of one dense
  * node in increasing index. Writers never lock upwards: one that finds it

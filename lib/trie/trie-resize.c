@@ -240,16 +240,41 @@ bool ct_d_wants_resize(const struct ct_tnode *d)
 	return used <= 1 || ct_d_wants_halve(d) || ct_d_wants_inflate(d);
 }
 
-/* Children taken (locked, killed on success) while reshaping a node. */
+/*
+ * Children taken (locked, killed on success) while reshaping a node, and
+ * children kept (locked, left linked under the new node).
+ */
 struct ct_taken {
 	struct ct_tnode *list;
+	struct ct_tnode *kept;
 };
+
+/* Link @y on @list through its rcu_head, unused while @y is linked. */
+static void ct_taken_push(struct ct_tnode **list, struct ct_tnode *y)
+{
+	ct_t_lock_node(y);
+	ct_t_head(y)->next.next = (struct cds_wfcq_node *)(void *)*list;
+	*list = y;
+}
 
 static void ct_take(struct ct_taken *tk, struct ct_tnode *y)
 {
-	ct_t_lock_node(y);
-	ct_t_head(y)->next.next = (struct cds_wfcq_node *)(void *)tk->list;
-	tk->list = y;
+	ct_taken_push(&tk->list, y);
+}
+
+/*
+ * Sparse @y stays whole under the new node, shared by slots where it
+ * was not: its class there differs from its class here for the same
+ * live count, and the new node's counts are taken from it. A writer
+ * that removes one of its entries holding y's lock alone (one that by
+ * its count keeps its class here: lib/trie/trie-write.c,
+ * ct_t_remove_fast()) must not change it between that count and the
+ * parent's death, which it checks under y's lock: so y is locked until
+ * ct_taken_end(), which comes after the parent is marked dead.
+ */
+static void ct_keep(struct ct_taken *tk, struct ct_tnode *y)
+{
+	ct_taken_push(&tk->kept, y);
 }
 
 /* Release what was taken; on success kill it and retire it. */
@@ -266,6 +291,11 @@ static void ct_taken_end(struct ct_trie *tr, struct ct_taken *tk, bool done)
 			ct_t_retire(tr, y);
 	}
 	tk->list = NULL;
+	for (y = tk->kept; y; y = next) {
+		next = (struct ct_tnode *)(void *)ct_t_head(y)->next.next;
+		ct_t_unlock_node(y);
+	}
+	tk->kept = NULL;
 }
 
 /* The one child of @d, if it has at most one (shared slots counted once). */
@@ -445,6 +475,8 @@ static int ct_d_inflate(struct ct_trie *tr, struct ct_tnode *d,
 					goto fail;
 			}
 		} else {			/* shared by both halves */
+			if (c != prev && z->pos == E)
+				ct_keep(tk, z);
 			ct_d(y)->kid[2 * i] = ct_d(y)->kid[2 * i + 1] = c;
 		}
 		prev = c;
@@ -558,10 +590,12 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 	}
 	/*
 	 * Shortened values may collide: then it is the builder's case, and
-	 * nothing may be taken yet. The values and which entries are live
-	 * stay as they are while the caller holds the slots; a kid may be
-	 * replaced by a leaf of the same key under the node's own lock (a
-	 * recycle, a timewait), so kids are read once the node is taken.
+	 * nothing may be taken yet. The values stay as they are while the
+	 * caller holds the slots; an entry may still go (a remove that
+	 * keeps the node's class takes its lock alone: ct_t_remove_fast()),
+	 * which only lowers m and cannot make values collide, and a kid may
+	 * be replaced by a leaf of the same key under the node's own lock
+	 * (a recycle, a timewait), so kids are read once the node is taken.
 	 */
 	for (h = 0, m = 0; sh && h < 2; h++) {
 		if (!c[h] || ct_w_leaf(c[h]))

@@ -1376,9 +1376,42 @@ static int ct_t_k_remove(struct ct_trie *tr, const struct ct_tpath *pa,
 }
 
 /*
+ * Does removing @n, entry f->ki of f->x, leave x as it is (two entries or
+ * more, above a quarter of its capacity: ct_k_shrink() would keep it)?
+ * Under x's lock.
+ */
+static inline __attribute__((always_inline)) bool
+ct_t_remove_keeps(struct ct_trie *tr, const struct ct_tfast *f,
+		  struct conntab_node *n, bool evict, unsigned int live)
+{
+	return f->kids[f->ki] == ct_w_of(n) && ct_t_claimed(tr, n) == evict &&
+	       live >= 3 && !(f->x->cap > 4 && 4 * (live - 1) <= f->x->cap);
+}
+
+/*
  * Remove @n, an entry of such an x, where ct_k_shrink() would then
- * leave x as it is (two entries or more, above a quarter of its
- * capacity). True if done.
+ * leave x as it is. True if done.
+ *
+ * Most such removes keep x's class in its dense parent d
+ * (ct_k_class_moves()): they change nothing d counts and nothing of d's
+ * slot, so they take x's lock alone, not the slot's too (trie-path.h,
+ * "Who owns what"). The slot's lock was a locked compare-and-swap and a
+ * store on the line of d's slots, which every reader of the keys there
+ * reads (the drain's measurements: doc/performance.md, the sixth
+ * session). Under x's lock: x not dead is linked and stays
+ * so until we unlock (every writer that unlinks a sparse node holds its
+ * lock and marks it dead first), so the tombstone is a remove. d not
+ * dead and its slot still holding x (read under x's lock, not the
+ * slot's) say x is unshared in d now, where the classes of live and
+ * live - 1 are the same when ct_k_class_moves() says so. Nothing can
+ * make x shared until we unlock: only an inflation of its parent does,
+ * and it locks x from before it counts x's class in the new node until
+ * after the old one's death (ct_keep()). The slot may change meanwhile
+ * with x kept whole below a new node (ct_t_split_above()): x is then
+ * unshared there (the node ends by x's start) or under a sparse node,
+ * which counts no classes. Without the slot's check, x could have moved
+ * under such a node, and from it into a slot pair of a later inflation
+ * (a reviewer's history), before we locked it.
  */
 static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 			     const uint8_t *s, bool evict, bool *fix)
@@ -1390,13 +1423,30 @@ static bool ct_t_remove_fast(struct ct_trie *tr, struct conntab_node *n,
 	enum ct_class c0;
 	bool moves;
 
-	if (!ct_t_fast_find(tr, s, false, &f) || f.kid != leaf ||
-	    !ct_t_fast_lock(&f))
+	if (!ct_t_fast_find(tr, s, false, &f) || f.kid != leaf)
 		return false;
 	x = f.x;
+	ct_spin_lock8(&x->lock);
+	ct_delay(CT_DP_TR_LOCK_FAST);
 	live = x->live;
-	if (f.kids[f.ki] != leaf || ct_t_claimed(tr, n) != evict ||
-	    live < 3 || (x->cap > 4 && 4 * (live - 1) <= x->cap)) {
+	if (__builtin_expect(!ct_t_dead(x) && !ct_t_dead(f.d) &&
+			     (__atomic_load_n(f.slot, __ATOMIC_RELAXED) &
+			      ~CT_T_LOCKED) == (uintptr_t)x &&
+			     ct_t_remove_keeps(tr, &f, n, evict, live) &&
+			     !ct_k_class_moves(x, live - 1), 1)) {
+		/* A tombstone, as below. */
+		ct_delay(CT_DP_TR_UNLINK_LEAF);
+		ct_rcu_store(f.kids[f.ki], 0);
+		ct_k_live_set(x, live - 1u);
+		ct_spin_unlock8(&x->lock);
+		return true;
+	}
+	/* The class may move, or x moved: with d's slot, in lock order. */
+	ct_spin_unlock8(&x->lock);
+	if (!ct_t_fast_lock(&f))
+		return false;
+	live = x->live;
+	if (!ct_t_remove_keeps(tr, &f, n, evict, live)) {
 		ct_t_fast_drop(&f);
 		return false;
 	}
