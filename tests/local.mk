@@ -16,6 +16,8 @@
 #   test-concurrency  readers, writers and a walker together; grow/shrink
 #                     under readers
 #   test-race         writers racing on the same keys: never a duplicate
+#   test-trie-reshape trie: fast inserts and removes at the class
+#                     thresholds while the parent inflates and halves
 #   test-scan         conntab_scan(): codes, cursor, budgets, callbacks
 #                     that change their node, passes under growth waves
 #   test-evict        conntab_insert_evict(): the cap, ranks, assured
@@ -45,6 +47,7 @@ T_PROGS = \
 	tests/test-alloc \
 	tests/test-concurrency \
 	tests/test-race \
+	tests/test-trie-reshape \
 	tests/test-scan \
 	tests/test-evict \
 	tests/test-pair \
@@ -95,6 +98,10 @@ tests_test_concurrency_LDADD = $(T_MEMB_LDADD)
 tests_test_race_SOURCES = tests/test-race.c $(T_THREADS)
 tests_test_race_CPPFLAGS = $(T_MEMB_CPPFLAGS)
 tests_test_race_LDADD = $(T_MEMB_LDADD)
+
+tests_test_trie_reshape_SOURCES = tests/test-trie-reshape.c $(T_THREADS)
+tests_test_trie_reshape_CPPFLAGS = $(T_MEMB_CPPFLAGS)
+tests_test_trie_reshape_LDADD = $(T_MEMB_LDADD)
 
 tests_test_scan_SOURCES = tests/test-scan.c $(T_THREADS)
 tests_test_scan_CPPFLAGS = $(T_MEMB_CPPFLAGS)

@@ -593,9 +593,12 @@ static int ct_d_merge_fast(struct ct_build *b, struct ct_taken *tk,
 	 * nothing may be taken yet. The values stay as they are while the
 	 * caller holds the slots; an entry may still go (a remove that
 	 * keeps the node's class takes its lock alone: ct_t_remove_fast()),
-	 * which only lowers m and cannot make values collide, and a kid may
-	 * be replaced by a leaf of the same key under the node's own lock
-	 * (a recycle, a timewait), so kids are read once the node is taken.
+	 * which only lowers m and cannot make values collide, but none may
+	 * come (an insert takes the slot too: an in-place insert under the
+	 * node's lock alone overran val[] here, tests/test-trie-reshape.c);
+	 * a kid may be replaced by a leaf of the same key under the node's
+	 * own lock (a recycle, a timewait), so kids are read once the node
+	 * is taken.
 	 */
 	for (h = 0, m = 0; sh && h < 2; h++) {
 		if (!c[h] || ct_w_leaf(c[h]))

@@ -937,6 +937,12 @@ ct_t_insert_fast(struct ct_tins *ins)
 	uint32_t v;
 	int i;
 
+	/*
+	 * d's slot too, even where x's class stays, unlike the remove
+	 * (ct_t_remove_fast()): a halving reads x's entries under d's
+	 * slots alone before it locks x, and counts on none being added
+	 * (ct_d_merge_fast()).
+	 */
 	if (!ct_t_fast_find(tr, ins->s, true, &f) || f.kid ||
 	    !ct_t_fast_lock(&f))
 		return 1;
