@@ -249,7 +249,7 @@ struct ct_taken {
 	struct ct_tnode *kept;
 };
 
-/* Link @y on @list through its rcu_head, unused while @y is linked. */
+/* Lock @y and link it on @list through its rcu_head, unused while linked. */
 static void ct_taken_push(struct ct_tnode **list, struct ct_tnode *y)
 {
 	ct_t_lock_node(y);
@@ -270,14 +270,18 @@ static void ct_take(struct ct_taken *tk, struct ct_tnode *y)
  * its count keeps its class here: lib/trie/trie-write.c,
  * ct_t_remove_fast()) must not change it between that count and the
  * parent's death, which it checks under y's lock: so y is locked until
- * ct_taken_end(), which comes after the parent is marked dead.
+ * ct_taken_end(), which comes after the parent is marked dead (or, the
+ * reshape failed, with the parent and its counts as they were).
  */
 static void ct_keep(struct ct_taken *tk, struct ct_tnode *y)
 {
 	ct_taken_push(&tk->kept, y);
 }
 
-/* Release what was taken; on success kill it and retire it. */
+/*
+ * Release what was taken, on success killed and retired, and unlock what
+ * was kept.
+ */
 static void ct_taken_end(struct ct_trie *tr, struct ct_taken *tk, bool done)
 {
 	struct ct_tnode *y = tk->list, *next;
