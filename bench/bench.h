@@ -76,6 +76,7 @@ struct bench_opts {
 	/* --grid: the reader and writer counts of the scale workload */
 	unsigned int grid_r[B_MAX_GRID], grid_nr;
 	unsigned int grid_w[B_MAX_GRID], grid_nw;
+	unsigned int pad;	/* --pad: instructions after each call */
 };
 
 enum b_workload {

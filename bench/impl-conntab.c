@@ -9,6 +9,7 @@
 #include <errno.h>
 
 #include "impl.h"
+#include "pad.h"
 
 static void *ct_create(const struct bench_impl *im, size_t expected,
 		       const uint8_t *secret)
@@ -88,6 +89,53 @@ static long ct_memory(void *t)
 	.remove = ct_remove, .timewait = ct_timewait,			\
 	.recycle = ct_recycle, .memory = ct_memory,			\
 	.insert_pair = ct_insert_pair,					\
+}
+
+/*
+ * --pad: the same calls, each followed by b_opts.pad instructions of
+ * straight-line work (bench/pad.h); a batch's, that many a key.
+ */
+static int ct_insert_pad(void *t, void *obj, const struct conntab_key *k)
+{
+	int err = conntab_insert(t, obj, k);
+
+	b_pad();
+	return err;
+}
+
+static void *ct_lookup_pad(void *t, const struct conntab_key *k)
+{
+	void *p = conntab_lookup(t, k);
+
+	b_pad();
+	return p;
+}
+
+static size_t ct_batch_pad(void *t, const struct conntab_key *k, void **out,
+			   size_t n)
+{
+	size_t hit = conntab_lookup_batch(t, k, (struct conntab_node **)out,
+					  n), i;
+
+	for (i = 0; i < n; i++)
+		b_pad();
+	return hit;
+}
+
+static int ct_remove_pad(void *t, void *obj)
+{
+	int err = conntab_remove(t, obj);
+
+	b_pad();
+	return err;
+}
+
+void b_impl_pad(struct bench_impl *im)
+{
+	im->insert = ct_insert_pad;
+	im->lookup = ct_lookup_pad;
+	im->batch = ct_batch_pad;
+	im->remove = ct_remove_pad;
 }
 
 /* Names as conntab_backend_name() prints them. */

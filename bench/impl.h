@@ -101,6 +101,7 @@ static inline uintptr_t b_user_word(const struct bench_impl *im,
 size_t b_impls(const struct bench_impl **out, size_t max);
 
 extern const struct bench_impl b_impl_conntab[4];
+void b_impl_pad(struct bench_impl *im);
 extern const struct bench_impl b_impl_lfht;
 extern const struct bench_impl b_impl_lfht_jhash;
 /* lfht's resize worker, started unpinned for the run (impl-lfht.c). */

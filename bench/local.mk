@@ -9,7 +9,7 @@ bench_conntab_bench_SOURCES = \
 	bench/stream.c bench/zipf.c bench/traffic.c bench/writers.c bench/prefix.c \
 	bench/scan.c bench/evict.c bench/pair.c bench/pair.h bench/budget.c \
 	bench/scale.c \
-	bench/impl.h bench/impl-conntab.c bench/impl-lfht.c bench/impl-plain.c \
+	bench/impl.h bench/impl-conntab.c bench/pad.h bench/impl-lfht.c bench/impl-plain.c \
 	bench/jhash.h bench/peer-hash.h bench/peer-hash.c lib/mem.c
 # lib/ for the one keyed hash (hash.h) and key compare (key.h) the peers
 # share with the library, so that every table hashes alike, and its

@@ -19,6 +19,7 @@
 
 #include "bench.h"
 #include "impl.h"
+#include "pad.h"
 
 struct bench_opts b_opts;
 
@@ -68,6 +69,9 @@ static bool impl_selected(const char *name)
 /* --grown: the unsized twins, NAME-grown. */
 static struct bench_impl grown[B_MAX_IMPLS];
 static char grown_name[B_MAX_IMPLS][32];
+/* --pad: conntab's backends with padded calls, NAME-pad. */
+static struct bench_impl padded[B_MAX_IMPLS];
+static char padded_name[B_MAX_IMPLS][32];
 /* check_impls(): every implementation of the build, BI_ASKED ones too. */
 static bool impls_all;
 
@@ -108,6 +112,16 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 		grown[i].name = grown_name[i];
 		grown[i].flags |= BI_UNSIZED;
 		out[n++] = &grown[i];
+	}
+	for (i = 0; b_opts.pad && i < sel && n < max; i++) {
+		if (!(out[i]->flags & BI_CONNTAB))
+			continue;
+		padded[i] = *out[i];
+		snprintf(padded_name[i], sizeof(padded_name[i]), "%s-pad",
+			 out[i]->name);
+		padded[i].name = padded_name[i];
+		b_impl_pad(&padded[i]);
+		out[n++] = &padded[i];
 	}
 	return n;
 }
@@ -385,13 +399,16 @@ static void check_impls(const char *arg)
 	char *copy, *tok, *save, known[160];
 	size_t na, i, o = 0;
 	bool was_grown = b_opts.grown;
+	unsigned int was_pad = b_opts.pad;
 
 	b_opts.impls = NULL;
 	b_opts.grown = false;
+	b_opts.pad = 0;
 	impls_all = true;
 	na = b_impls(all, B_MAX_IMPLS);
 	impls_all = false;
 	b_opts.grown = was_grown;
+	b_opts.pad = was_pad;
 	for (i = 0; i < na && o < sizeof(known); i++)
 		o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
 				      i ? " " : "", all[i]->name);
@@ -525,6 +542,11 @@ static void usage(FILE *f)
 "                     lookup-tw\n"
 "  --grown            also every resizing implementation grown from empty\n"
 "                     (no sizing hint), as NAME-grown\n"
+"  --pad N            also each conntab backend as NAME-pad, whose lookups,\n"
+"                     inserts and removes are each followed by N (0 to\n"
+"                     1024) instructions of straight-line work: what a\n"
+"                     call's length costs with the same misses\n"
+"                     (bench/pad.h)\n"
 "  --clock wall|cpu   time with the wall clock (default) or each thread's\n"
 "                     CPU time\n"
 "  --rate R           churn: insert+remove pairs/s per writer, 1 to 1e8\n"
@@ -588,6 +610,7 @@ static void parse(int argc, char **argv)
 		{ "clock", required_argument, NULL, 'c' },
 		{ "pcap", required_argument, NULL, 'C' },
 		{ "grown", no_argument, NULL, 'g' },
+		{ "pad", required_argument, NULL, 'D' },
 		{ "tw-share", required_argument, NULL, 'W' },
 		{ "keys", required_argument, NULL, 'K' },
 		{ "hash", required_argument, NULL, 'H' },
@@ -683,6 +706,11 @@ static void parse(int argc, char **argv)
 			break;
 		case 'j': b_opts.json = true; break;
 		case 'g': b_opts.grown = true; break;
+		case 'D':
+			b_opts.pad = (unsigned int)opt_uint(opt, optarg, 0,
+							     B_PAD_MAX,
+							     "an instruction count");
+			break;
 		case 'X': b_opts.targets = true; break;
 		case 'H':
 			c = conntab_hash_from_name(optarg);
@@ -851,6 +879,10 @@ int main(int argc, char **argv)
 		printf("# hash %s (--hash %s): %s\n",
 		       conntab_hash_name(b_opts.hash_used),
 		       conntab_hash_name(b_opts.hash), hashes);
+		if (b_opts.pad)
+			printf("# NAME-pad: each lookup, insert and remove "
+			       "followed by %u instructions (--pad)\n",
+			       b_opts.pad);
 		if (b_opts.budget_ns)
 			printf("# time budget %.3g s per workload and "
 			       "implementation at each size (%s)\n",

@@ -198,6 +198,15 @@ has '^batch16	lfht-grown	4096	1	'
 has '^grow	exthash	4096	0	'
 echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
 echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
+# --pad: conntab's backends again, each call followed by N instructions.
+out=$($bench --tsv --n 4K --reps 1 --pad 64 --impl chained,trie,lfht \
+	--workload lookup,batch,insert,remove)
+has '^# NAME-pad: each lookup, insert and remove followed by 64 instructions'
+has '^lookup	chained-pad	4096	1	'
+has '^batch16	trie-pad	4096	1	'
+has '^insert	chained-pad	4096	1	'
+has '^remove	trie-pad	4096	1	'
+echo "$out" | grep -q '	lfht-pad	' && fail "lfht-pad"
 # --tw-share: half the entries in TIME_WAIT, looked up by state too.
 out=$($bench --tsv --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
 has '^lookup-tw	split	4096	1	'

@@ -46,6 +46,7 @@ refused '--workload: pcap needs --pcap FILE' --workload pcap
 refused '--plot: x.txt: the file name must end in .svg or .png' \
 	--plot x.txt
 refused '--reps: 0 is not a repetition count' --reps 0
+refused '--pad: 1025 is not an instruction count (0 to 1024)' --pad 1025
 refused '--rate: 0 is not a rate' --rate 0
 refused '--writers: 0 is not a thread count' --writers 0
 refused "--grid: '8' is not READERSxWRITERS" --grid 8
