@@ -66,18 +66,33 @@ static bool impl_selected(const char *name)
 	return false;
 }
 
-/* --grown: the unsized twins, NAME-grown. */
-static struct bench_impl grown[B_MAX_IMPLS];
-static char grown_name[B_MAX_IMPLS][32];
-/* --pad: conntab's backends with padded calls, NAME-pad. */
-static struct bench_impl padded[B_MAX_IMPLS];
-static char padded_name[B_MAX_IMPLS][32];
+/*
+ * Twins of the selected implementations: --grown's unsized ones,
+ * NAME-grown; --pad's conntab backends with padded calls, NAME-pad.
+ */
+enum { TWIN_GROWN, TWIN_PAD, TWIN_KINDS };
+static struct bench_impl twins[TWIN_KINDS][B_MAX_IMPLS];
+static char twin_names[TWIN_KINDS][B_MAX_IMPLS][32];
 /* check_impls(): every implementation of the build, BI_ASKED ones too. */
 static bool impls_all;
+
+/* Twin @kind of selected implementation @i, @im, named NAME-@suffix. */
+static struct bench_impl *twin(unsigned int kind, size_t i,
+			       const struct bench_impl *im, const char *suffix)
+{
+	struct bench_impl *t = &twins[kind][i];
+
+	*t = *im;
+	snprintf(twin_names[kind][i], sizeof(twin_names[kind][i]), "%s-%s",
+		 im->name, suffix);
+	t->name = twin_names[kind][i];
+	return t;
+}
 
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
 	const struct bench_impl *all[B_MAX_IMPLS];
+	struct bench_impl *t;
 	size_t na = 0, n = 0, i, sel;
 
 	for (i = 0; i < 4; i++)
@@ -106,22 +121,16 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 	for (i = 0; b_opts.grown && i < sel && n < max; i++) {
 		if (!(out[i]->flags & BI_GROWS))
 			continue;
-		grown[i] = *out[i];
-		snprintf(grown_name[i], sizeof(grown_name[i]), "%s-grown",
-			 out[i]->name);
-		grown[i].name = grown_name[i];
-		grown[i].flags |= BI_UNSIZED;
-		out[n++] = &grown[i];
+		t = twin(TWIN_GROWN, i, out[i], "grown");
+		t->flags |= BI_UNSIZED;
+		out[n++] = t;
 	}
 	for (i = 0; b_opts.pad && i < sel && n < max; i++) {
 		if (!(out[i]->flags & BI_CONNTAB))
 			continue;
-		padded[i] = *out[i];
-		snprintf(padded_name[i], sizeof(padded_name[i]), "%s-pad",
-			 out[i]->name);
-		padded[i].name = padded_name[i];
-		b_impl_pad(&padded[i]);
-		out[n++] = &padded[i];
+		t = twin(TWIN_PAD, i, out[i], "pad");
+		b_impl_pad(t);
+		out[n++] = t;
 	}
 	return n;
 }
