@@ -32,7 +32,7 @@
 #define B_MAX_N		8
 #define B_MAX_THREADS	64
 #define B_MAX_REPS	64
-#define B_MAX_IMPLS	16
+#define B_MAX_IMPLS	24	/* every implementation and its twins */
 #define B_MAX_ZIPF	8
 #define B_MAX_BATCH	64	/* the largest batch a workload asks for */
 #define B_MAX_GRID	8	/* --grid: reader and writer counts each */

@@ -49,7 +49,7 @@ static const uint8_t zero_secret[16];
 
 static bool flood_impl(const struct bench_impl *im)
 {
-	if (im->flags & BI_UNSIZED)	/* its sized twin is measured */
+	if (im->flags & BI_TWIN)	/* its backend is measured */
 		return false;
 	return !strcmp(im->name, "lfht") || !strcmp(im->name, "plain") ||
 	       (im->flags & BI_CT_HASH);

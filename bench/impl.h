@@ -45,6 +45,18 @@
 #define BI_JHASH	0x20u
 /* Runs only when --impl names it. */
 #define BI_ASKED	0x40u
+/*
+ * A twin of a selected implementation (--grown's NAME-grown, --pad's
+ * NAME-pad): the workloads that compare implementations with each other
+ * or with their targets leave twins out, as do the many-thread ones.
+ */
+#define BI_TWIN		0x80u
+/*
+ * --pad's NAME-pad: only its lookups, bursts, inserts and removes are
+ * padded, so it runs in those workloads alone (and zipf and trains,
+ * which are lookups).
+ */
+#define BI_PADDED	0x100u
 
 struct bench_impl {
 	const char *name;

@@ -264,7 +264,7 @@ static double best_backend(const struct bench_impl **im, size_t ni,
 
 	*best = "-";
 	for (i = 0; i < ni; i++) {
-		if (!(im[i]->flags & BI_CONNTAB))
+		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_TWIN))
 			continue;
 		x = value_of(wl, im[i]->name, n, 1);
 		if (!isnan(x) && (isnan(v) || x < v)) {
@@ -310,7 +310,8 @@ static void targets_traffic(const struct bench_impl **im, size_t ni,
 			    value_of(wl[w], "ck_ht", n, 1));
 		snprintf(name, sizeof(name), "%s/peers", wl[w]);
 		for (i = 0; i < ni; i++)
-			if (im[i]->flags & BI_CONNTAB)
+			if ((im[i]->flags & (BI_CONNTAB | BI_TWIN)) ==
+			    BI_CONNTAB)
 				target(name, im[i]->name,
 				       value_of(wl[w], im[i]->name, n, 1) /
 				       peer, 1, T_LT,
@@ -347,7 +348,7 @@ static void targets_scan_evict(const struct bench_impl **im, size_t ni,
 	size_t i, j;
 
 	for (i = 0; i < ni; i++) {
-		if (!(im[i]->flags & BI_CONNTAB))
+		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_TWIN))
 			continue;
 		for (j = 0; j < sizeof(t) / sizeof(t[0]); j++)
 			if (find(t[j].wl, im[i]->name, n, 1))
@@ -475,7 +476,7 @@ static void targets_rte(const struct bench_impl **im, size_t ni, size_t n)
 	for (i = 0; i < ni; i++) {
 		const char *nm = im[i]->name;
 
-		if (!(im[i]->flags & BI_CT_HASH) || (im[i]->flags & BI_UNSIZED))
+		if (!(im[i]->flags & BI_CT_HASH) || (im[i]->flags & BI_TWIN))
 			continue;
 		for (j = 0; j < sizeof(t) / sizeof(t[0]); j++)
 			if (find(t[j].wl, nm, n, 1) && find(t[j].wl, peer, n, 1))
@@ -513,8 +514,9 @@ void b_report_targets(void)
 	if (!b_opts.json)
 		printf("\n# targets at n=%zu, one thread, %s (ratios within "
 		       "this run)\n", n, b_opts.v6 ? "IPv6" : "IPv4");
+	/* The targets are the implementations', not their twins'. */
 	for (i = 0; i < ni; i++) {
-		if (!(im[i]->flags & BI_CT_HASH))
+		if (!(im[i]->flags & BI_CT_HASH) || (im[i]->flags & BI_TWIN))
 			continue;
 		x = value_of("lookup", im[i]->name, n, 1);
 		if (!isnan(x) && (!best || x < bestv)) {
@@ -529,7 +531,8 @@ void b_report_targets(void)
 	for (i = 0; i < ni; i++) {
 		const char *nm = im[i]->name;
 
-		if (!(im[i]->flags & BI_CONNTAB) || !find("lookup", nm, n, 1))
+		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_TWIN) ||
+		    !find("lookup", nm, n, 1))
 			continue;
 		target("lookup/lfht", nm, value_of("lookup", nm, n, 1) /
 		       value_of("lookup", "lfht", n, 1), 0.40, T_LE, "");
@@ -619,7 +622,7 @@ static const char *best_peer(const struct bench_impl **im, size_t ni,
 	size_t i;
 
 	for (i = 0; i < ni; i++) {
-		if (im[i]->flags & (BI_CONNTAB | BI_UNSIZED) ||
+		if (im[i]->flags & (BI_CONNTAB | BI_TWIN) ||
 		    !strcmp(im[i]->name, "plain"))
 			continue;
 		r = find_any(wl, im[i]->name, n);
@@ -687,7 +690,7 @@ void b_report_choose(void)
 		printf(" %9s", col[j].head);
 	printf("\n");
 	for (i = 0; i < ni; i++) {
-		if (im[i]->flags & BI_UNSIZED)
+		if (im[i]->flags & BI_TWIN)
 			continue;
 		printf("%-12s", im[i]->name);
 		for (j = 0; j < sizeof(col) / sizeof(col[0]); j++) {
@@ -709,7 +712,7 @@ void b_report_choose(void)
 	for (i = 0; i < ni; i++) {
 		const char *name = im[i]->name;
 
-		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_UNSIZED))
+		if (!(im[i]->flags & BI_CONNTAB) || (im[i]->flags & BI_TWIN))
 			continue;
 		if (!strcmp(name, "chained") &&
 		    (peer = best_peer(im, ni, "lookup", n)))
@@ -771,14 +774,14 @@ void b_report_summary(void)
 
 	snprintf(zipf, sizeof(zipf), "zipf-s%.2f", b_opts.zipf[0]);
 	for (i = 0; i < ni && !ct; i++)
-		if ((im[i]->flags & BI_CONNTAB) && !(im[i]->flags & BI_UNSIZED))
+		if ((im[i]->flags & BI_CONNTAB) && !(im[i]->flags & BI_TWIN))
 			ct = im[i]->name;
 	if (!ct)
 		return;
 	for (i = 0; i < ni; i++) {
 		const char *peer = im[i]->name;
 
-		if (im[i]->flags & (BI_CONNTAB | BI_UNSIZED))
+		if (im[i]->flags & (BI_CONNTAB | BI_TWIN))
 			continue;
 		o = 0;
 		line[0] = 0;

@@ -327,7 +327,7 @@ void b_run_scale(const struct bench_impl **all, size_t nall,
 		return;
 	ni = b_pick(all, nall, BI_MT, im);
 	for (i = 0; i < nall && !b_opts.json; i++)
-		if (!(all[i]->flags & (BI_MT | BI_UNSIZED)))
+		if (!(all[i]->flags & (BI_MT | BI_TWIN)))
 			printf("# scale: %s skipped (no concurrent writers)\n",
 			       all[i]->name);
 	for (b = 0; b < b_opts.grid_nw; b++) {

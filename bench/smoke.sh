@@ -200,13 +200,16 @@ echo "$out" | grep -q '^[a-z-]*	chained-grown' && fail "chained-grown"
 echo "$out" | grep -q '^grow	exthash-grown' && fail "grow of a twin"
 # --pad: conntab's backends again, each call followed by N instructions.
 out=$($bench --tsv --n 4K --reps 1 --pad 64 --impl chained,trie,lfht \
-	--workload lookup,batch,insert,remove)
+	--workload lookup,batch,insert,remove,memory,pair)
 has '^# NAME-pad: each lookup, insert and remove followed by 64 instructions'
 has '^lookup	chained-pad	4096	1	'
 has '^batch16	trie-pad	4096	1	'
 has '^insert	chained-pad	4096	1	'
 has '^remove	trie-pad	4096	1	'
 echo "$out" | grep -q '	lfht-pad	' && fail "lfht-pad"
+has '^memory	trie	4096	1	'
+echo "$out" | grep -q '^memory	[a-z]*-pad	' && fail "memory of a padded twin"
+echo "$out" | grep -q '^pair[a-z/0-9-]*	[a-z]*-pad	' && fail "pair of a padded twin"
 # --tw-share: half the entries in TIME_WAIT, looked up by state too.
 out=$($bench --tsv --n 4K --reps 1 --tw-share 0.5 --workload lookup,batch,memory)
 has '^lookup-tw	split	4096	1	'

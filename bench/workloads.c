@@ -76,7 +76,7 @@ size_t b_pick(const struct bench_impl **all, size_t nall, unsigned int with,
 
 	for (i = 0; i < nall; i++)
 		if ((all[i]->flags & with) == with &&
-		    !(all[i]->flags & BI_UNSIZED))
+		    !(all[i]->flags & BI_TWIN))
 			out[n++] = all[i];
 	return n;
 }
@@ -441,11 +441,14 @@ void b_run_single(const struct bench_impl **im, size_t ni,
 			continue;
 		heap0 = b_heap_bytes();
 		tb[i].t = b_build(im[i], k, &tb[i].o, n);
-		if (b_want(W_MEMORY) && !b_over())
+		/* A padded twin's memory is its backend's. */
+		if (b_want(W_MEMORY) && !b_over() &&
+		    !(im[i]->flags & BI_PADDED))
 			memory(im[i], tb[i].t, n, heap0);
 		if (ntw && !b_over())
 			make_timewait(&tb[i], k);
-		if (!b_budget_leave() && b_want(W_MEMORY))
+		if (!b_budget_leave() && b_want(W_MEMORY) &&
+		    !(im[i]->flags & BI_PADDED))
 			b_once_row(im[i], "memory", n, NAN, "B/entry");
 	}
 	if (b_want(W_LOOKUP_MISS))
