@@ -71,6 +71,14 @@ static bool impl_selected(const char *name)
  * NAME-grown; --pad's conntab backends with padded calls, NAME-pad.
  */
 enum { TWIN_GROWN, TWIN_PAD, TWIN_KINDS };
+static const struct {
+	const char *suffix;
+	unsigned int of;	/* twins of the implementations with these */
+	unsigned int adds;	/* and the flags a twin has besides */
+} twin_kinds[TWIN_KINDS] = {
+	[TWIN_GROWN] = { "grown", BI_GROWS, BI_UNSIZED },
+	[TWIN_PAD] = { "pad", BI_CONNTAB, BI_PADDED },
+};
 static struct bench_impl twins[TWIN_KINDS][B_MAX_IMPLS];
 static char twin_names[TWIN_KINDS][B_MAX_IMPLS][32];
 /* check_impls(): every implementation of the build, BI_ASKED ones too. */
@@ -78,25 +86,32 @@ static bool impls_all;
 /* Twins b_impls() had no room for (B_MAX_IMPLS), which main() says. */
 static size_t twins_left;
 
-/* Twin @kind of selected implementation @i, @im, named NAME-@suffix. */
+static bool twin_wanted(unsigned int kind)
+{
+	return kind == TWIN_GROWN ? b_opts.grown : b_opts.pad != 0;
+}
+
+/* Twin @kind of selected implementation @i, @im: NAME-suffix. */
 static struct bench_impl *twin(unsigned int kind, size_t i,
-			       const struct bench_impl *im, const char *suffix)
+			       const struct bench_impl *im)
 {
 	struct bench_impl *t = &twins[kind][i];
 
 	*t = *im;
 	snprintf(twin_names[kind][i], sizeof(twin_names[kind][i]), "%s-%s",
-		 im->name, suffix);
+		 im->name, twin_kinds[kind].suffix);
 	t->name = twin_names[kind][i];
-	t->flags |= BI_TWIN;
+	t->flags |= BI_TWIN | twin_kinds[kind].adds;
+	if (kind == TWIN_PAD)
+		b_impl_pad(t);
 	return t;
 }
 
 size_t b_impls(const struct bench_impl **out, size_t max)
 {
 	const struct bench_impl *all[B_MAX_IMPLS];
-	struct bench_impl *t;
 	size_t na = 0, n = 0, i, sel;
+	unsigned int k;
 
 	for (i = 0; i < 4; i++)
 		if (conntab_backend_available(b_impl_conntab[i].backend))
@@ -122,29 +137,15 @@ size_t b_impls(const struct bench_impl **out, size_t max)
 			out[n++] = all[i];
 	sel = n;
 	twins_left = 0;
-	for (i = 0; b_opts.grown && i < sel; i++) {
-		if (!(out[i]->flags & BI_GROWS))
-			continue;
-		if (n == max) {
-			twins_left++;
-			continue;
+	for (k = 0; k < TWIN_KINDS; k++)
+		for (i = 0; twin_wanted(k) && i < sel; i++) {
+			if (!(out[i]->flags & twin_kinds[k].of))
+				continue;
+			if (n == max)
+				twins_left++;
+			else
+				out[n++] = twin(k, i, out[i]);
 		}
-		t = twin(TWIN_GROWN, i, out[i], "grown");
-		t->flags |= BI_UNSIZED;
-		out[n++] = t;
-	}
-	for (i = 0; b_opts.pad && i < sel; i++) {
-		if (!(out[i]->flags & BI_CONNTAB))
-			continue;
-		if (n == max) {
-			twins_left++;
-			continue;
-		}
-		t = twin(TWIN_PAD, i, out[i], "pad");
-		t->flags |= BI_PADDED;
-		b_impl_pad(t);
-		out[n++] = t;
-	}
 	return n;
 }
 
